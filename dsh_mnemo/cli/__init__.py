@@ -1,0 +1,43 @@
+"""The Typer application: one module per command group, composed here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from . import workspace
+
+app = typer.Typer(
+    name="mnemo",
+    help="Workspace-scoped long-term memory for coding agents, on Mnemosyne.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mnemo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    data_dir: Annotated[Path | None, typer.Option(
+        "--data-dir", envvar="MNEMO_DATA_DIR", show_envvar=True,
+        help="Data directory (index, banks, backups, logs).")] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
+) -> None:
+    """mnemo: one shared memory per project, for every coding-agent harness."""
+    if data_dir is not None:
+        os.environ["MNEMO_DATA_DIR"] = str(data_dir.expanduser().absolute())
+
+
+workspace.register(app)

@@ -1,0 +1,103 @@
+"""`bind`, `status`, `workspaces`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import workspace as core
+from ..index import Index
+from .common import JsonOpt, emit_json, err, escape, out, run, settings
+
+PathArg = Annotated[Path | None, typer.Argument(
+    help="Directory to act on (default: the current directory).", show_default=False)]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bind")(bind)
+    app.command("status")(status)
+    app.command("workspaces")(workspaces)
+
+
+def bind(path: PathArg = None,
+         decline: Annotated[bool, typer.Option(
+             "--decline", help="Do not bind; silence the bind hint here for 30 days.")] = False,
+         json: JsonOpt = False) -> None:
+    """Bind a directory (default: here) to a workspace memory, once per repository."""
+    settings()
+    result = run(lambda: core.decline(path) if decline else core.bind(path), json_errors=json)
+    if json:
+        emit_json("bind", result)
+        return
+    if result.status == "declined":
+        out.print(f"Declined: no marker written; the bind hint stays quiet for "
+                  f"{escape(result.root)} for 30 days.")
+        return
+    if result.status == "already-bound":
+        out.print(f"Already bound: {escape(result.root)} is workspace "
+                  f"[bold]{escape(result.display_name or '')}[/]")
+    else:
+        out.print(f"Bound {escape(result.root)} as workspace "
+                  f"[bold]{escape(result.display_name or '')}[/]")
+    out.print(f"  namespace {result.namespace}\n  marker    {escape(result.marker_path or '')}")
+    if result.status == "bound" and result.gitignore_hint:
+        out.print("Commit .mnemosyne-id to share this memory with every checkout of the "
+                  "repository; add it to .gitignore to keep the binding to this machine.")
+
+
+def status(path: PathArg = None,
+           session: Annotated[str | None, typer.Option(
+               "--session", help="Session id, for session recall mode.")] = None,
+           json: JsonOpt = False) -> None:
+    """Show which memory this directory reads and writes."""
+    loaded = settings()
+    report = run(lambda: core.status(path, loaded, session_id=session), json_errors=json)
+    if json:
+        emit_json("status", report)
+        return
+    if report.index_recovered_from:
+        err.print(f"[yellow]The index was corrupt; it was moved to "
+                  f"{escape(report.index_recovered_from)} and rebuilt.[/]")
+    for problem in report.marker_problems:
+        err.print(f"[yellow]Ignored {escape(problem['path'])}: {escape(problem['reason'])}[/]")
+    if report.bound:
+        out.print(f"[bold green]bound[/] ({report.mode} mode): "
+                  f"[bold]{escape(report.display_name or '-')}[/]")
+    else:
+        out.print(f"[bold yellow]{report.reason}[/] ({report.mode} mode): no memory is "
+                  "read or written here. Run `mnemo bind` to give this project a memory.")
+    rows = [("root", report.root), ("namespace", report.namespace), ("bank", report.bank),
+            ("database", report.db_path), ("data dir", report.data_dir),
+            ("config", report.config_path)]
+    for label, value in rows:
+        out.print(f"  {label:<10} {escape(str(value) if value else '-')}")
+
+
+def workspaces(json: JsonOpt = False) -> None:
+    """List known workspaces, orphaned namespaces and suggestions."""
+    settings()
+    report = run(lambda: core.list_workspaces(index=Index()), json_errors=json)
+    if json:
+        emit_json("workspaces", report)
+        return
+    from rich.table import Table
+
+    if report.index_recovered_from:
+        err.print(f"[yellow]The index was corrupt; it was moved to "
+                  f"{escape(report.index_recovered_from)} and rebuilt.[/]")
+    if not report.workspaces and not report.orphans:
+        out.print("No workspaces yet. Run `mnemo bind` in a project.")
+        return
+    table = Table("name", "state", "path", "namespace", box=None)
+    for row in report.workspaces:
+        table.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
+                      row.namespace[:30] + "…")
+    out.print(table)
+    if report.orphans:
+        orphans = Table("orphan namespace", "where", "rows", "first", "last", box=None)
+        for orphan in report.orphans:
+            orphans.add_row(orphan.namespace, orphan.where, str(orphan.rows),
+                            orphan.first or "-", orphan.last or "-")
+        out.print(orphans)

@@ -1,0 +1,257 @@
+"""Settings: one YAML file, a schema of dotted keys, strict validation.
+
+Every key mnemo reads is declared once in `SCHEMA` with its type, default and
+documentation; `config show|get|set`, the docs and the completions are all
+built from it.  Unknown keys and the illegal recall/write combination are
+errors at load time, never silently fixed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: type
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    item_choices: tuple[str, ...] | None = None  # for list-valued keys
+
+
+SCHEMA: tuple[Key, ...] = (
+    Key("recall_mode", str, "workspace",
+        "Read boundary: `workspace` recalls the whole project's memory, `session` only "
+        "the current conversation's (plus global).", choices=("workspace", "session")),
+    Key("auto_write_scope", str, "workspace",
+        "Where automatic turn capture writes. `recall_mode: workspace` requires "
+        "`workspace` here.", choices=("workspace", "session")),
+    Key("write_filter", str, "strict",
+        "Mnemosyne's write classifier (MNEMOSYNE_WRITE_CLASSIFIER): `strict` rejects "
+        "secrets and noise, `warn` and `off` let them through.",
+        choices=("strict", "warn", "off")),
+    Key("prefetch.enabled", bool, True, "Inject recalled memories on every prompt."),
+    Key("prefetch.top_k", int, 5, "Most memories injected into one prompt.",
+        minimum=1, maximum=50),
+    Key("prefetch.budget_chars", int, 1200,
+        "Character budget of the injected block; whole memories are dropped to fit.",
+        minimum=200, maximum=20000),
+    Key("hint.enabled", bool, True,
+        "In an unbound directory, inject one line suggesting `mnemo bind`."),
+    Key("hint.decline_days", int, 30,
+        "Days the hint stays silent after `mnemo bind --decline`.", minimum=0, maximum=3650),
+    Key("capture.enabled", bool, True, "Store conversation turns automatically."),
+    Key("capture.roles", list, ["user"],
+        "Roles captured at turn end: `user`, and `assistant` if wanted.",
+        item_choices=("user", "assistant")),
+    Key("capture.user_limit", int, 500,
+        "Code points kept of a user message (0 = no truncation).", minimum=0),
+    Key("capture.assistant_limit", int, 800,
+        "Code points kept of an assistant reply (0 = no truncation).", minimum=0),
+    Key("capture.consolidate_every", int, 10,
+        "Check (and run) consolidation every N captured turns per namespace "
+        "(0 = never from hooks).", minimum=0),
+    Key("scrub.policy", str, "redact",
+        "Secrets in captured text: `redact` replaces them, `warn` stores them and "
+        "logs a warning, `off` does nothing.", choices=("redact", "warn", "off")),
+    Key("hooks.deadline_seconds", float, 2.0,
+        "Wall-clock budget of one hook run; past it the hook prints nothing and exits 0.",
+        minimum=0.1, maximum=60.0),
+    Key("sleep.llm", bool, False,
+        "Let consolidation use Mnemosyne's LLM summariser (may download a model). "
+        "Off: deterministic offline summaries."),
+)
+
+KEYS: dict[str, Key] = {k.name: k for k in SCHEMA}
+
+
+@dataclass(frozen=True)
+class Settings:
+    values: dict[str, Any] = field(default_factory=lambda: {k.name: k.default for k in SCHEMA})
+    source: Path | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def recall_mode(self) -> str:
+        return self.values["recall_mode"]
+
+    @property
+    def auto_write_scope(self) -> str:
+        return self.values["auto_write_scope"]
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{name}.")
+        else:
+            yield name, value
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for name, value in flat.items():
+        node = tree
+        *parents, leaf = name.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return tree
+
+
+def coerce(key: Key, value: Any, *, from_text: bool = False) -> Any:
+    """Check (and, for command-line text, convert) one value against its key."""
+    where = f"`{key.name}`"
+    if key.type is bool:
+        if from_text and isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("true", "yes", "on", "1"):
+                return True
+            if lowered in ("false", "no", "off", "0"):
+                return False
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, not {value!r}")
+        return value
+    if key.type is list:
+        if from_text and isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of strings, not {value!r}")
+        if key.item_choices:
+            bad = [v for v in value if v not in key.item_choices]
+            if bad:
+                raise ConfigError(
+                    f"{where} has unknown item(s) {', '.join(map(repr, bad))}; "
+                    f"allowed: {', '.join(key.item_choices)}")
+        return value
+    if key.type in (int, float):
+        if from_text and isinstance(value, str):
+            try:
+                value = key.type(value.strip())
+            except ValueError:
+                raise ConfigError(f"{where} must be a number, not {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, not {value!r}")
+        if key.type is int and not float(value).is_integer():
+            raise ConfigError(f"{where} must be a whole number, not {value!r}")
+        value = key.type(value)
+        if key.minimum is not None and value < key.minimum:
+            raise ConfigError(f"{where} must be at least {key.minimum}, not {value}")
+        if key.maximum is not None and value > key.maximum:
+            raise ConfigError(f"{where} must be at most {key.maximum}, not {value}")
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be text, not {value!r}")
+    if key.choices and value not in key.choices:
+        raise ConfigError(f"{where} must be one of {', '.join(key.choices)}, not {value!r}")
+    return value
+
+
+def check_combination(values: dict[str, Any]) -> None:
+    if values["recall_mode"] == "workspace" and values["auto_write_scope"] != "workspace":
+        raise ConfigError(
+            "`recall_mode: workspace` requires `auto_write_scope: workspace` "
+            f"(found `auto_write_scope: {values['auto_write_scope']}`): a conversation "
+            "could not recall what it just wrote.",
+            hint="Set auto_write_scope to workspace, or recall_mode to session.")
+
+
+def validate(raw: Any, *, origin: str = "config") -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: the top level must be a mapping of keys to values")
+    values = {k.name: k.default for k in SCHEMA}
+    for name, value in _flatten(raw):
+        key = KEYS.get(name)
+        if key is None:
+            known = ", ".join(KEYS)
+            raise ConfigError(f"{origin}: unknown key `{name}`", hint=f"Known keys: {known}")
+        values[name] = coerce(key, value)
+    check_combination(values)
+    return values
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    path = path or paths.config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings(source=None)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    import yaml
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    return Settings(values=validate(raw, origin=str(path)), source=path)
+
+
+def user_values(path: Path | None = None) -> dict[str, Any]:
+    """Only the keys the user set explicitly (flat), validated."""
+    path = path or paths.config_path()
+    settings = load_settings(path)
+    if settings.source is None:
+        return {}
+    import yaml
+
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return dict(_flatten(raw))
+
+
+def set_value(name: str, text: str, path: Path | None = None) -> Settings:
+    """Validate and write one key; the file is replaced atomically."""
+    key = KEYS.get(name)
+    if key is None:
+        raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
+    path = path or paths.config_path()
+    flat = user_values(path)
+    flat[name] = coerce(key, text, from_text=True)
+    values = validate(_nest(flat), origin=str(path))
+    import yaml
+
+    from .fsutil import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump(_nest(flat), sort_keys=True))
+    return Settings(values=values, source=path)
+
+
+def unset_value(name: str, path: Path | None = None) -> Settings:
+    if name not in KEYS:
+        raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
+    path = path or paths.config_path()
+    flat = user_values(path)
+    flat.pop(name, None)
+    values = validate(_nest(flat), origin=str(path))
+    import yaml
+
+    from .fsutil import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump(_nest(flat), sort_keys=True))
+    return Settings(values=values, source=path)
+
+
+def mnemosyne_env(settings: Settings) -> dict[str, str]:
+    """Environment variables Mnemosyne reads that follow from the settings."""
+    return {"MNEMOSYNE_WRITE_CLASSIFIER": settings["write_filter"]}
+
+
+def apply_environment(settings: Settings, base: Path | None = None) -> None:
+    paths.prepare_mnemosyne_environment(base, llm_enabled=bool(settings["sleep.llm"]))
+    os.environ.update(mnemosyne_env(settings))

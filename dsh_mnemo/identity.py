@@ -1,0 +1,258 @@
+"""Workspace identity: the `.mnemosyne-id` marker and the names minted from it.
+
+A marker holds one UUID.  The identity key is `id:<uuid>`; the namespace is
+`dsh_v2_workspace_` + sha256(identity key) and the bank `ws-` + its first 48
+hex digits.  Both are minted once at bind time and stored in the index; no
+identity is ever derived from a path or a git remote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .errors import DataError, RefusedError
+
+MARKER_NAME = ".mnemosyne-id"
+MARKER_PREFIX = "mnemosyne-workspace-v1:"
+NAMESPACE_PREFIX = "dsh_v2_workspace_"
+SESSION_PREFIX = "dsh_v2_session_"
+BANK_PREFIX = "ws-"
+
+
+class MarkerError(DataError):
+    """A `.mnemosyne-id` file that is not a valid marker."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path} is not a valid mnemo marker: {reason}",
+                         hint="Fix or remove the file; mnemo never guesses at a marker.")
+        self.path = path
+        self.reason = reason
+
+
+def identity_key_for(workspace_uuid: str) -> str:
+    return f"id:{workspace_uuid}"
+
+
+def namespace_for(identity_key: str) -> str:
+    digest = hashlib.sha256(identity_key.encode("utf-8")).hexdigest()
+    return NAMESPACE_PREFIX + digest
+
+
+def bank_for(namespace: str) -> str:
+    if not is_workspace_namespace(namespace):
+        raise ValueError(f"not a workspace namespace: {namespace!r}")
+    return BANK_PREFIX + namespace[len(NAMESPACE_PREFIX):][:48]
+
+
+def is_workspace_namespace(value: str) -> bool:
+    digest = value[len(NAMESPACE_PREFIX):]
+    return (value.startswith(NAMESPACE_PREFIX) and len(digest) == 64
+            and all(c in "0123456789abcdef" for c in digest))
+
+
+def session_namespace(session_id: str) -> str:
+    return SESSION_PREFIX + session_id
+
+
+def parse_marker(text: str, path: Path = Path(MARKER_NAME)) -> str:
+    """Return the UUID of a marker's text, or raise `MarkerError` saying why not."""
+    found: str | None = None
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if found is not None:
+            raise MarkerError(path, "more than one identity line")
+        if not line.startswith(MARKER_PREFIX):
+            raise MarkerError(path, f"expected a line starting with {MARKER_PREFIX!r}")
+        value = line[len(MARKER_PREFIX):].strip()
+        try:
+            parsed = uuid.UUID(value)
+        except ValueError:
+            raise MarkerError(path, f"{value!r} is not a UUID") from None
+        if str(parsed) != value:
+            raise MarkerError(path, f"{value!r} is not a lower-case canonical UUID")
+        found = value
+    if found is None:
+        raise MarkerError(path, "no identity line")
+    return found
+
+
+def read_marker(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MarkerError(path, f"unreadable ({exc.strerror})") from None
+    if len(data) > 64 * 1024:
+        raise MarkerError(path, "too large")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MarkerError(path, "not UTF-8 text") from None
+    if "\x00" in text:
+        raise MarkerError(path, "contains NUL bytes")
+    return parse_marker(text, path)
+
+
+def marker_text(workspace_uuid: str) -> str:
+    return (f"{MARKER_PREFIX} {workspace_uuid}\n")
+
+
+def write_marker(root: Path, workspace_uuid: str) -> Path:
+    """Create `root/.mnemosyne-id`; never overwrites an existing file.
+
+    The content goes to a temporary file that is then hard-linked into place,
+    so the marker appears whole or not at all, and two binders racing on one
+    directory cannot both win.
+    """
+    target = root / MARKER_NAME
+    tmp = root / f".{MARKER_NAME}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "x", encoding="utf-8") as handle:
+            handle.write(marker_text(workspace_uuid))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp, target)
+    except FileExistsError:
+        raise RefusedError(f"{target} already exists") from None
+    except OSError as exc:
+        raise RefusedError(f"cannot write {target}: {exc.strerror}",
+                           hint="Check that the directory is writable.") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    return target
+
+
+@dataclass(frozen=True)
+class MarkerProblem:
+    path: str
+    reason: str
+
+
+@dataclass
+class Location:
+    """Where the upward search from a directory ended."""
+
+    start: Path
+    root: Path | None = None  # directory holding the marker that wins
+    workspace_uuid: str | None = None
+    marker_path: Path | None = None
+    via_worktree: Path | None = None  # main work tree whose marker was used
+    git_top: Path | None = None  # top of the enclosing git work tree, if any
+    stopped_at: str = "root"  # "marker" | "git-top" | "home" | "root"
+    problems: list[MarkerProblem] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return self.workspace_uuid is not None
+
+
+def _main_worktree(git_file: Path) -> Path | None:
+    """For a linked worktree's `.git` file, the main work tree's directory."""
+    try:
+        text = git_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = Path(line[len("gitdir:"):].strip())
+    if not gitdir.is_absolute():
+        gitdir = (git_file.parent / gitdir)
+    commondir_file = gitdir / "commondir"
+    if not commondir_file.is_file():
+        return None  # a submodule, not a linked worktree
+    try:
+        common = Path(commondir_file.read_text(encoding="utf-8").strip())
+    except OSError:
+        return None
+    if not common.is_absolute():
+        common = gitdir / common
+    common = common.resolve()
+    if common.name != ".git":
+        return None  # a bare repository has no main work tree
+    return common.parent
+
+
+def _check_marker(directory: Path, location: Location) -> bool:
+    marker = directory / MARKER_NAME
+    if not (marker.exists() or marker.is_symlink()):
+        return False
+    try:
+        location.workspace_uuid = read_marker(marker)
+    except MarkerError as exc:
+        location.problems.append(MarkerProblem(str(marker), exc.reason))
+        return False
+    location.root = directory
+    location.marker_path = marker
+    location.stopped_at = "marker"
+    return True
+
+
+def find_workspace(start: Path) -> Location:
+    """Walk upward from `start`; the nearest valid marker wins.
+
+    Stops at the top of the enclosing git work tree (checked, then not
+    crossed), at `$HOME` and at `/` (neither may hold a workspace).  A linked
+    worktree without its own marker resolves through its main work tree.
+    An invalid marker is reported in `problems` and the walk goes on.
+    """
+    try:
+        current = start.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise RefusedError(f"{start} does not exist") from None
+    if not current.is_dir():
+        current = current.parent
+    location = Location(start=current)
+    home = paths.home_dir()
+    while True:
+        if current == home:
+            location.stopped_at = "home"
+            return location
+        if current.parent == current:
+            location.stopped_at = "root"
+            return location
+        if _check_marker(current, location):
+            git_entry = current / ".git"
+            if git_entry.exists():
+                location.git_top = current
+            return location
+        git_entry = current / ".git"
+        if git_entry.exists():
+            location.git_top = current
+            location.stopped_at = "git-top"
+            if git_entry.is_file():
+                main = _main_worktree(git_entry)
+                if main is not None and main != current and _check_marker(main, location):
+                    location.via_worktree = main
+            return location
+        current = current.parent
+
+
+def new_workspace_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+def check_bindable(path: Path) -> Path:
+    """Resolve `path` and refuse what can never be a workspace root."""
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise RefusedError(f"{path} does not exist") from None
+    if not resolved.is_dir():
+        raise RefusedError(f"{path} is not a directory")
+    if resolved == paths.home_dir():
+        raise RefusedError(f"refusing to bind your home directory ({resolved})",
+                           hint="Bind a project directory inside it instead.")
+    if resolved.parent == resolved:
+        raise RefusedError("refusing to bind the filesystem root /",
+                           hint="Bind a project directory instead.")
+    return resolved

@@ -1,0 +1,92 @@
+"""Where mnemo keeps things, and the environment Mnemosyne must see.
+
+Every location has a platformdirs default and an override: `MNEMO_DATA_DIR`
+(or `--data-dir`, which the CLI exports into it) and `MNEMO_CONFIG`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+APP_NAME = "mnemo"
+INDEX_FILE = "identity.json"
+DEFAULT_DB_FILE = "mnemosyne.db"
+GLOBAL_BANK = "global"
+
+
+def data_dir() -> Path:
+    """The data directory: `MNEMO_DATA_DIR`, else the platform's user data dir."""
+    override = os.environ.get("MNEMO_DATA_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_data_path
+
+    return user_data_path(APP_NAME, appauthor=False)
+
+
+def config_path() -> Path:
+    """The YAML settings file: `MNEMO_CONFIG`, else the platform's config dir."""
+    override = os.environ.get("MNEMO_CONFIG")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_config_path
+
+    return user_config_path(APP_NAME, appauthor=False) / "config.yaml"
+
+
+def index_path(base: Path | None = None) -> Path:
+    return (base or data_dir()) / INDEX_FILE
+
+
+def default_db_path(base: Path | None = None) -> Path:
+    """Mnemosyne's default bank: legacy rows and unbound session rows."""
+    return (base or data_dir()) / DEFAULT_DB_FILE
+
+
+def banks_dir(base: Path | None = None) -> Path:
+    return (base or data_dir()) / "banks"
+
+
+def bank_db_path(bank: str, base: Path | None = None) -> Path:
+    """The SQLite file of a named bank, laid out as upstream's BankManager does."""
+    if bank == "default":
+        return default_db_path(base)
+    return banks_dir(base) / bank / DEFAULT_DB_FILE
+
+
+def backups_dir(base: Path | None = None) -> Path:
+    return (base or data_dir()) / "backups"
+
+
+def migrations_dir(base: Path | None = None) -> Path:
+    return (base or data_dir()) / "migrations"
+
+
+def logs_dir(base: Path | None = None) -> Path:
+    return (base or data_dir()) / "logs"
+
+
+def locks_dir(base: Path | None = None) -> Path:
+    return (base or data_dir()) / "locks"
+
+
+def home_dir() -> Path:
+    """`$HOME` as the user sees it (resolved, so symlinked homes compare equal)."""
+    home = os.environ.get("HOME")
+    return Path(home).resolve() if home else Path.home().resolve()
+
+
+def prepare_mnemosyne_environment(base: Path | None = None, *, llm_enabled: bool = False) -> None:
+    """Point Mnemosyne at mnemo's data dir before it is ever imported.
+
+    `import mnemosyne.core.memory` creates a database at import time under
+    `~/.hermes` unless `MNEMOSYNE_DATA_DIR` is set, and sleep downloads a model
+    unless the LLM is disabled; both must be settled first.
+    """
+    base = base or data_dir()
+    os.environ["MNEMOSYNE_DATA_DIR"] = str(base)
+    # Upstream's bank module reads HERMES_HOME at import; keep it inside ours.
+    os.environ["HERMES_HOME"] = str(base / "hermes-home")
+    if not llm_enabled:
+        os.environ["MNEMOSYNE_LLM_ENABLED"] = "false"

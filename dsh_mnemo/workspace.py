@@ -1,0 +1,208 @@
+"""Binding directories to workspaces, and reporting on them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import identity, paths
+from .config import Settings
+from .context import MemoryContext, resolve_memory_context
+from .errors import RefusedError
+from .index import DeclinedPath, Index, WorkspaceEntry, now_ms
+
+
+@dataclass
+class BindResult:
+    status: str  # "bound" | "already-bound" | "declined"
+    root: str
+    identity_key: str | None = None
+    namespace: str | None = None
+    bank: str | None = None
+    display_name: str | None = None
+    marker_path: str | None = None
+    declined_at: int | None = None
+    gitignore_hint: bool = False
+
+
+def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
+    """Bind `path` (default: the current directory) to a new or existing workspace.
+
+    Idempotent: a directory inside a bound workspace reports it ("already
+    bound") and adopts its marker into the index; a directory with a broken
+    marker is refused rather than overwritten.
+    """
+    root = identity.check_bindable(path or Path.cwd())
+    index = index or Index()
+    location = identity.find_workspace(root)
+    own_marker = root / identity.MARKER_NAME
+    if not location.found and (own_marker.exists() or own_marker.is_symlink()):
+        # find_workspace recorded why the marker is invalid; refuse, never overwrite.
+        identity.read_marker(own_marker)
+    if location.found:
+        assert location.root is not None
+        entry = _register(index, location.workspace_uuid or "", location.root)
+        return _result("already-bound", location.root, entry)
+    workspace_uuid = identity.new_workspace_uuid()
+    marker = identity.write_marker(root, workspace_uuid)
+    try:
+        entry = _register(index, workspace_uuid, root)
+    except BaseException:
+        # Without its index entry the marker would still resolve (entries are
+        # re-created when a marker is seen), but a failed bind should leave
+        # the directory as it was.
+        marker.unlink(missing_ok=True)
+        raise
+    with index.transaction() as data:
+        data.declined = [d for d in data.declined if d.path != str(root)]
+    return _result("bound", root, entry)
+
+
+def _register(index: Index, workspace_uuid: str, root: Path) -> WorkspaceEntry:
+    key = identity.identity_key_for(workspace_uuid)
+    with index.transaction() as data:
+        entry = data.active_for(key)
+        if entry is None:
+            namespace = identity.namespace_for(key)
+            entry = WorkspaceEntry(
+                identityKey=key, namespace=namespace, bank=identity.bank_for(namespace),
+                displayName=root.name, canonicalPath=str(root), lastSeenPath=str(root),
+                boundAt=now_ms())
+            data.workspaces.append(entry)
+        else:
+            entry.lastSeenPath = str(root)
+        return entry
+
+
+def _result(status: str, root: Path, entry: WorkspaceEntry) -> BindResult:
+    return BindResult(status=status, root=str(root), identity_key=entry.identityKey,
+                      namespace=entry.namespace, bank=entry.bank,
+                      display_name=entry.displayName,
+                      marker_path=str(root / identity.MARKER_NAME),
+                      gitignore_hint=(root / ".git").exists())
+
+
+def decline(path: Path | None = None, *, index: Index | None = None) -> BindResult:
+    """Record that the user does not want `path` bound: silences the bind hint."""
+    start = identity.check_bindable(path or Path.cwd())
+    location = identity.find_workspace(start)
+    if location.found:
+        raise RefusedError(f"{location.root} is already bound; nothing to decline")
+    root = location.git_top or start
+    index = index or Index()
+    stamp = now_ms()
+    with index.transaction() as data:
+        data.declined = [d for d in data.declined if d.path != str(root)]
+        data.declined.append(DeclinedPath(path=str(root), declinedAt=stamp))
+    return BindResult(status="declined", root=str(root), declined_at=stamp)
+
+
+def declined_recently(index: Index, root: str, days: int) -> bool:
+    if days <= 0:
+        return False
+    horizon = now_ms() - days * 86_400_000
+    return any(d.path == root and d.declinedAt >= horizon for d in index.load().declined)
+
+
+@dataclass
+class StatusReport:
+    mode: str
+    bound: bool
+    reason: str
+    namespace: str | None
+    root: str | None
+    display_name: str | None
+    bank: str | None
+    db_path: str | None
+    data_dir: str
+    config_path: str
+    identity_key: str | None
+    session_id: str | None
+    recall_mode: str
+    auto_write_scope: str
+    marker_path: str | None
+    marker_problems: list[dict[str, str]] = field(default_factory=list)
+    index_recovered_from: str | None = None
+
+
+def status(path: Path | None, settings: Settings, *, session_id: str | None = None,
+           index: Index | None = None) -> StatusReport:
+    index = index or Index()
+    base = index.base
+    ctx: MemoryContext = resolve_memory_context(path or Path.cwd(), session_id, settings,
+                                                index=index)
+    db = ctx.db_path(base)
+    return StatusReport(
+        mode=ctx.mode, bound=ctx.bound, reason=ctx.reason, namespace=ctx.namespace,
+        root=ctx.root, display_name=ctx.display_name, bank=ctx.bank,
+        db_path=str(db) if db else None, data_dir=str(base),
+        config_path=str(settings.source or paths.config_path()),
+        identity_key=ctx.identity_key, session_id=ctx.session_id,
+        recall_mode=settings.recall_mode, auto_write_scope=settings.auto_write_scope,
+        marker_path=(str(Path(ctx.workspace.lastSeenPath) / identity.MARKER_NAME)
+                     if ctx.workspace else None),
+        marker_problems=[{"path": p.path, "reason": p.reason} for p in ctx.problems],
+        index_recovered_from=index.recovery.moved_to if index.recovery else None)
+
+
+@dataclass
+class WorkspaceRow:
+    identity_key: str
+    namespace: str
+    bank: str
+    display_name: str
+    canonical_path: str
+    last_seen_path: str
+    bound_at: int
+    superseded_by: str | None
+    state: str  # "bound" | "missing" | "marker-mismatch" | "superseded"
+    db_exists: bool
+
+
+@dataclass
+class Orphan:
+    namespace: str
+    where: str  # "bank:<name>" or "default"
+    rows: int
+    first: str | None
+    last: str | None
+
+
+@dataclass
+class WorkspacesReport:
+    workspaces: list[WorkspaceRow]
+    orphans: list[Orphan] = field(default_factory=list)
+    suggestions: list[dict[str, object]] = field(default_factory=list)
+    index_recovered_from: str | None = None
+
+
+def _entry_state(entry: WorkspaceEntry) -> str:
+    if entry.supersededBy:
+        return "superseded"
+    marker = Path(entry.lastSeenPath) / identity.MARKER_NAME
+    if not marker.exists():
+        return "missing"
+    try:
+        found = identity.read_marker(marker)
+    except identity.MarkerError:
+        return "marker-mismatch"
+    return "bound" if identity.identity_key_for(found) == entry.identityKey else "marker-mismatch"
+
+
+def list_workspaces(*, index: Index | None = None) -> WorkspacesReport:
+    index = index or Index()
+    data = index.load()
+    rows = [WorkspaceRow(
+        identity_key=e.identityKey, namespace=e.namespace, bank=e.bank,
+        display_name=e.displayName, canonical_path=e.canonicalPath,
+        last_seen_path=e.lastSeenPath, bound_at=e.boundAt, superseded_by=e.supersededBy,
+        state=_entry_state(e), db_exists=paths.bank_db_path(e.bank, index.base).exists())
+        for e in data.workspaces]
+    return WorkspacesReport(workspaces=rows,
+                            index_recovered_from=index.recovery.moved_to
+                            if index.recovery else None)
+
+
+def cwd_or(path: Path | None) -> Path:
+    return path if path is not None else Path(os.getcwd())
