@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import workspace
+from . import adopt, config, doctor, hooks, memory, migrate, workspace
 
 app = typer.Typer(
     name="mnemo",
@@ -41,3 +41,9 @@ def main(
 
 
 workspace.register(app)
+adopt.register(app)
+memory.register(app)
+hooks.register(app)
+migrate.register(app)
+config.register(app)
+doctor.register(app)
