@@ -1,0 +1,143 @@
+"""Consolidation ("sleep"): one namespace at a time, under a lock.
+
+Upstream's `sleep_all_sessions` runs a cross-session dedup that can delete
+one session's rows in favour of another's, so "sleep everything" is a loop
+over namespaces that have due rows, each consolidated with the per-session
+`sleep()`.  A lock file per namespace keeps cron and hooks from consolidating
+the same namespace at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths, storage
+from .context import MemoryContext
+from .errors import BusyError
+from .fsutil import file_lock, release_lock, try_lock
+
+
+@dataclass
+class SleepResult:
+    bank: str
+    namespace: str
+    status: str  # "consolidated" | "no_op" | "dry_run" | "skipped-locked"
+    due: int = 0
+    items_consolidated: int = 0
+    summaries_created: int = 0
+    method: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SleepReport:
+    dry_run: bool
+    force: bool
+    results: list[SleepResult]
+    banks_checked: int = 0
+
+    @property
+    def items_consolidated(self) -> int:
+        return sum(r.items_consolidated for r in self.results)
+
+
+def lock_path(target: storage.Target, base: Path | None = None) -> Path:
+    digest = hashlib.sha256(f"{target.bank}\0{target.namespace}".encode()).hexdigest()[:32]
+    return paths.locks_dir(base) / f"sleep-{digest}.lock"
+
+
+def due_count(bank: str, namespace: str, base: Path | None = None) -> int:
+    return storage.due_namespaces(bank, base).get(namespace, 0)
+
+
+def consolidate(target: storage.Target, *, base: Path | None = None, dry_run: bool = False,
+                force: bool = False, wait: float | None = 30.0) -> SleepResult:
+    """Consolidate one namespace; `wait=None` skips (instead of waiting) when locked."""
+    due = due_count(target.bank, target.namespace, base)
+    if not due and not force:
+        return SleepResult(bank=target.bank, namespace=target.namespace, status="no_op")
+    lock = lock_path(target, base)
+    if wait is None:
+        fd = try_lock(lock)
+        if fd is None:
+            return SleepResult(bank=target.bank, namespace=target.namespace,
+                               status="skipped-locked", due=due)
+        try:
+            return _sleep_locked(target, base, dry_run, force, due)
+        finally:
+            release_lock(fd)
+    with file_lock(lock, timeout=wait, what="consolidation lock"):
+        return _sleep_locked(target, base, dry_run, force, due)
+
+
+def _sleep_locked(target: storage.Target, base: Path | None, dry_run: bool, force: bool,
+                  due: int) -> SleepResult:
+    total = SleepResult(bank=target.bank, namespace=target.namespace,
+                        status="dry_run" if dry_run else "no_op", due=due)
+    # Upstream consolidates at most MNEMOSYNE_SLEEP_BATCH rows per call; loop
+    # until nothing is due so a large backlog never stays exposed to the trim.
+    for _ in range(1000):
+        outcome = storage.run_sleep(target, dry_run=dry_run, force=force, base=base)
+        if outcome.get("status") == "no_op":
+            break
+        items = int(outcome.get("items_consolidated") or 0)
+        total.items_consolidated += items
+        total.summaries_created += int(outcome.get("summaries_created") or 0)
+        total.method = outcome.get("method") or total.method
+        total.detail = {k: v for k, v in outcome.items()
+                        if isinstance(v, (str, int, float, bool)) or v is None}
+        if dry_run or items == 0:
+            break
+        total.status = "consolidated"
+    return total
+
+
+def consolidate_if_due(bank: str, namespace: str, base: Path | None = None) -> SleepResult:
+    """For hooks: consolidate a namespace only if due, never waiting for a lock."""
+    level = "global" if bank == paths.GLOBAL_BANK else "workspace"
+    target = storage.Target(bank=bank, namespace=namespace, level=level)
+    return consolidate(target, base=base, wait=None)
+
+
+def sleep_context(ctx: MemoryContext, *, dry_run: bool = False, force: bool = False,
+                  base: Path | None = None) -> SleepReport:
+    target = storage.read_target(ctx)
+    return SleepReport(dry_run=dry_run, force=force, banks_checked=1,
+                       results=[consolidate(target, base=base, dry_run=dry_run, force=force)])
+
+
+def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None = None,
+              progress: Callable[[int, int, str], None] | None = None) -> SleepReport:
+    """Every namespace of every bank that has due rows (`force`: any unconsolidated)."""
+    banks = storage.bank_names(base)
+    plan: list[tuple[storage.Target, int]] = []
+    for bank in banks:
+        if force:
+            due = {s.namespace: s.working_unconsolidated
+                   for s in storage.namespace_stats(bank, base=base)
+                   if s.working_unconsolidated}
+        else:
+            due = storage.due_namespaces(bank, base)
+        for namespace, count in sorted(due.items()):
+            level = "global" if bank == paths.GLOBAL_BANK else "workspace"
+            plan.append((storage.Target(bank=bank, namespace=namespace, level=level), count))
+    results: list[SleepResult] = []
+    for done, (target, count) in enumerate(plan):
+        if progress:
+            progress(done, len(plan), f"{target.bank} {target.namespace[:28]}")
+        if dry_run:
+            results.append(SleepResult(bank=target.bank, namespace=target.namespace,
+                                       status="dry_run", due=count))
+            continue
+        try:
+            results.append(consolidate(target, base=base, force=force, wait=None))
+        except BusyError:
+            results.append(SleepResult(bank=target.bank, namespace=target.namespace,
+                                       status="skipped-locked", due=count))
+    if progress:
+        progress(len(plan), len(plan), "done")
+    return SleepReport(dry_run=dry_run, force=force, results=results, banks_checked=len(banks))
