@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A short demo of mnemo's main job, in a throwaway HOME and data dir:
+# two repositories, one memory each, shared by every harness, nothing leaking,
+# and nothing lost when a repository moves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+MNEMO="$PWD/.venv/bin/mnemo"
+HOOKS="$PWD/hooks"
+demo=$(mktemp -d "${TMPDIR:-/tmp}/mnemo-demo.XXXXXX")
+trap 'rm -rf "$demo"' EXIT
+export HOME="$demo/home" MNEMO_DATA_DIR="$demo/data" MNEMO_CONFIG="$demo/config.yaml"
+export MNEMOSYNE_NO_EMBEDDINGS=1
+mkdir -p "$HOME/src"
+
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+run() { say "$*"; "$@"; }
+
+git init -q "$HOME/src/shop"; git init -q "$HOME/src/blog"
+
+cd "$HOME/src/shop"
+run "$MNEMO" bind
+run "$MNEMO" remember "We deploy the shop with make release, never by hand."
+run "$MNEMO" remember --scope global "The user prefers short answers with code first."
+
+cd "$HOME/src/blog"
+run "$MNEMO" bind
+run "$MNEMO" remember "The blog deploys automatically from the main branch via Netlify."
+
+say "# each repository recalls only its own memory (plus global):"
+cd "$HOME/src/shop"; run "$MNEMO" recall "how do we deploy"
+cd "$HOME/src/blog"; run "$MNEMO" recall "how do we deploy"
+
+say "# a harness prompt hook (Claude Code format) injects the shop's memory:"
+cd "$HOME/src/shop"
+payload=$(printf '{"session_id":"s1","cwd":"%s","hook_event_name":"UserPromptSubmit","prompt":"remind me how we deploy the shop"}' "$HOME/src/shop")
+say "echo '$payload' | hooks/mnemo-hook.sh prompt --harness claude-code"
+if [ -x "$HOOKS/mnemo-hook.sh" ]; then
+  printf '%s' "$payload" | MNEMO_BIN="$MNEMO" "$HOOKS/mnemo-hook.sh" prompt --harness claude-code
+else
+  printf '%s' "$payload" | "$MNEMO" hook prompt --harness claude-code
+fi
+echo
+
+say "# move and rename the repository: same memory"
+mv "$HOME/src/shop" "$HOME/src/shop-renamed"
+cd "$HOME/src/shop-renamed/"; run "$MNEMO" recall "deploy"
+
+say "# an unbound directory reads nothing (no silent fallback):"
+mkdir -p "$HOME/scratch"; cd "$HOME/scratch"
+run "$MNEMO" status || true
+
+cd "$HOME"; run "$MNEMO" workspaces
+echo; echo "Demo finished; its throwaway HOME ($demo) is removed."
