@@ -8,6 +8,7 @@ errors at load time, never silently fixed.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -146,6 +147,9 @@ def coerce(key: Key, value: Any, *, from_text: bool = False) -> Any:
                 raise ConfigError(f"{where} must be a number, not {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where} must be a number, not {value!r}")
+        # NaN slips past every range check below, and infinity is never meant.
+        if not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number, not {value!r}")
         if key.type is int and not float(value).is_integer():
             raise ConfigError(f"{where} must be a whole number, not {value!r}")
         value = key.type(value)
@@ -175,8 +179,12 @@ def validate(raw: Any, *, origin: str = "config") -> dict[str, Any]:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: the top level must be a mapping of keys to values")
+    return _validate_flat(dict(_flatten(raw)), origin=origin)
+
+
+def _validate_flat(flat: dict[str, Any], *, origin: str) -> dict[str, Any]:
     values = {k.name: k.default for k in SCHEMA}
-    for name, value in _flatten(raw):
+    for name, value in flat.items():
         key = KEYS.get(name)
         if key is None:
             known = ", ".join(KEYS)
@@ -203,16 +211,54 @@ def load_settings(path: Path | None = None) -> Settings:
     return Settings(values=validate(raw, origin=str(path)), source=path)
 
 
+def _read_raw(path: Path) -> dict[str, Any]:
+    """The file's keys (flat) as written, without validating their values.
+
+    `config set` / `unset` start from this rather than from `load_settings`,
+    so that they can repair a file that no longer validates (an illegal
+    combination, a mistyped value, a key that no longer exists).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    import yaml
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}",
+                          hint="Fix or remove the file by hand.") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values",
+                          hint="Fix or remove the file by hand.")
+    return dict(_flatten(raw))
+
+
 def user_values(path: Path | None = None) -> dict[str, Any]:
     """Only the keys the user set explicitly (flat), validated."""
     path = path or paths.config_path()
     settings = load_settings(path)
     if settings.source is None:
         return {}
+    return _read_raw(path)
+
+
+def _write(path: Path, flat: dict[str, Any]) -> Settings:
+    """Validate the whole resulting file, then replace it atomically."""
+    # Validated flat first: an unknown key such as `prefetch: 5` beside
+    # `prefetch.top_k` could not even be nested back into a tree.
+    values = _validate_flat(flat, origin=str(path))
     import yaml
 
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return dict(_flatten(raw))
+    from .fsutil import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump(_nest(flat), sort_keys=True))
+    return Settings(values=values, source=path)
 
 
 def set_value(name: str, text: str, path: Path | None = None) -> Settings:
@@ -221,30 +267,23 @@ def set_value(name: str, text: str, path: Path | None = None) -> Settings:
     if key is None:
         raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
     path = path or paths.config_path()
-    flat = user_values(path)
+    flat = _read_raw(path)
     flat[name] = coerce(key, text, from_text=True)
-    values = validate(_nest(flat), origin=str(path))
-    import yaml
-
-    from .fsutil import atomic_write_text
-
-    atomic_write_text(path, yaml.safe_dump(_nest(flat), sort_keys=True))
-    return Settings(values=values, source=path)
+    return _write(path, flat)
 
 
 def unset_value(name: str, path: Path | None = None) -> Settings:
-    if name not in KEYS:
-        raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
+    """Remove one key from the file (back to its default).
+
+    A key the file holds but the schema does not know may be unset too: that
+    is how a user clears the "unknown key" error without an editor.
+    """
     path = path or paths.config_path()
-    flat = user_values(path)
+    flat = _read_raw(path)
+    if name not in KEYS and name not in flat:
+        raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
     flat.pop(name, None)
-    values = validate(_nest(flat), origin=str(path))
-    import yaml
-
-    from .fsutil import atomic_write_text
-
-    atomic_write_text(path, yaml.safe_dump(_nest(flat), sort_keys=True))
-    return Settings(values=values, source=path)
+    return _write(path, flat)
 
 
 def mnemosyne_env(settings: Settings) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,10 @@ def marker_text(workspace_uuid: str) -> str:
     return (f"{MARKER_PREFIX} {workspace_uuid}\n")
 
 
+class MarkerExistsError(RefusedError):
+    """`write_marker` found a `.mnemosyne-id` already in place (another binder won)."""
+
+
 def write_marker(root: Path, workspace_uuid: str) -> Path:
     """Create `root/.mnemosyne-id`; never overwrites an existing file.
 
@@ -111,15 +116,23 @@ def write_marker(root: Path, workspace_uuid: str) -> Path:
     directory cannot both win.
     """
     target = root / MARKER_NAME
-    tmp = root / f".{MARKER_NAME}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "x", encoding="utf-8") as handle:
+        # A fresh unique name: a stale temp file left by a killed bind (whose
+        # pid may be reused) must not make this bind fail.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{MARKER_NAME}.", suffix=".tmp", dir=root)
+    except OSError as exc:
+        raise RefusedError(f"cannot write {target}: {exc.strerror}",
+                           hint="Check that the directory is writable.") from None
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(marker_text(workspace_uuid))
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
         os.link(tmp, target)
     except FileExistsError:
-        raise RefusedError(f"{target} already exists") from None
+        raise MarkerExistsError(f"{target} already exists") from None
     except OSError as exc:
         raise RefusedError(f"cannot write {target}: {exc.strerror}",
                            hint="Check that the directory is writable.") from None

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import paths
 from .errors import DataError
+from .identity import bank_for, is_workspace_namespace
 from .fsutil import atomic_write_text, file_lock
 
 INDEX_VERSION = 1
@@ -26,6 +27,19 @@ INDEX_VERSION = 1
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+_TEXT_FIELDS = ("displayName", "canonicalPath", "lastSeenPath")
+_OPTIONAL_MS_FIELDS = ("proposedAt", "declinedAt")
+
+
+def _as_ms(name: str, value: Any) -> int:
+    # bool is an int to Python, but never a timestamp.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"entry field {name} is not a number")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"entry field {name} is not a whole number")
+    return int(value)
 
 
 @dataclass
@@ -40,17 +54,53 @@ class WorkspaceEntry:
     proposedAt: int | None = None
     declinedAt: int | None = None
     supersededBy: str | None = None
+    # Fields this version does not know (e.g. `dshWorkspaceId` from the DSH
+    # plugin's index), carried through rewrites so that none is lost.
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, raw: Any) -> WorkspaceEntry:
+        """Parse one entry, strictly: a wrongly typed field makes the file corrupt.
+
+        Accepting bad types here would only move the crash to whoever reads
+        the field later (a `null` path, a string timestamp).
+        """
         if not isinstance(raw, dict):
             raise ValueError("entry is not an object")
-        known = {f.name for f in fields(cls)}
-        data = {k: v for k, v in raw.items() if k in known}
-        for required in ("identityKey", "namespace", "bank"):
-            if not isinstance(data.get(required), str) or not data[required]:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        data: dict[str, Any] = {}
+        for required in ("identityKey", "namespace"):
+            if not isinstance(raw.get(required), str) or not raw[required]:
                 raise ValueError(f"entry lacks {required}")
-        return cls(**data)
+            data[required] = raw[required]
+        bank = raw.get("bank")
+        if bank is None and is_workspace_namespace(data["namespace"]):
+            # Entries written by the DSH plugin predate banks: give them the
+            # bank a bind would have minted (their rows stay in the default
+            # database until `mnemo migrate` moves them there).
+            bank = bank_for(data["namespace"])
+        if not isinstance(bank, str) or not bank:
+            raise ValueError("entry lacks bank")
+        data["bank"] = bank
+        for name in _TEXT_FIELDS:
+            value = raw.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"entry field {name} is not text")
+            data[name] = value or ""
+        data["boundAt"] = _as_ms("boundAt", raw["boundAt"]) if raw.get("boundAt") is not None else 0
+        for name in _OPTIONAL_MS_FIELDS:
+            value = raw.get(name)
+            data[name] = None if value is None else _as_ms(name, value)
+        superseded = raw.get("supersededBy")
+        if superseded is not None and not isinstance(superseded, str):
+            raise ValueError("entry field supersededBy is not text")
+        data["supersededBy"] = superseded or None
+        extra = {k: v for k, v in raw.items() if k not in known}
+        return cls(**data, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        body = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**self.extra, **body}
 
 
 @dataclass
@@ -64,6 +114,7 @@ class IndexData:
     version: int = INDEX_VERSION
     workspaces: list[WorkspaceEntry] = field(default_factory=list)
     declined: list[DeclinedPath] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)  # unknown top-level keys
 
     def by_identity(self, identity_key: str) -> WorkspaceEntry | None:
         return next((e for e in self.workspaces if e.identityKey == identity_key), None)
@@ -84,8 +135,8 @@ class IndexData:
         return entry
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version,
-                "workspaces": [asdict(e) for e in self.workspaces],
+        return {**self.extra, "version": self.version,
+                "workspaces": [e.to_json() for e in self.workspaces],
                 "declined": [asdict(d) for d in self.declined]}
 
 
@@ -102,7 +153,8 @@ def _parse(text: str) -> IndexData:
     if not isinstance(raw, dict):
         raise ValueError("top level is not an object")
     version = raw.get("version")
-    if version != INDEX_VERSION:
+    # `True == 1` in Python; a boolean or float version is not ours either.
+    if type(version) is not int or version != INDEX_VERSION:
         raise ValueError(f"unsupported version {version!r}")
     entries = raw.get("workspaces", [])
     if not isinstance(entries, list):
@@ -112,11 +164,12 @@ def _parse(text: str) -> IndexData:
         raise ValueError("declined is not a list")
     declined = []
     for item in declined_raw:
-        if (isinstance(item, dict) and isinstance(item.get("path"), str)
-                and isinstance(item.get("declinedAt"), int)):
-            declined.append(DeclinedPath(item["path"], item["declinedAt"]))
+        if not (isinstance(item, dict) and isinstance(item.get("path"), str)):
+            raise ValueError("a declined item lacks its path")
+        declined.append(DeclinedPath(item["path"], _as_ms("declinedAt", item.get("declinedAt"))))
+    extra = {k: v for k, v in raw.items() if k not in ("version", "workspaces", "declined")}
     return IndexData(workspaces=[WorkspaceEntry.from_json(e) for e in entries],
-                     declined=declined)
+                     declined=declined, extra=extra)
 
 
 class Index:
@@ -139,6 +192,9 @@ class Index:
             return _parse(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, TypeError) as exc:
             raise _Corrupt(str(exc)) from None
+        except RecursionError:
+            # json raises this, not ValueError, for absurdly deep nesting.
+            raise _Corrupt("nested too deeply") from None
 
     def load(self) -> IndexData:
         """The current index; a corrupt file is set aside and an empty one returned."""
@@ -164,8 +220,14 @@ class Index:
                 atomic_write_text(self.path, json.dumps(data.to_json(), indent=2) + "\n")
 
     def _set_aside(self, reason: str) -> None:
+        """Move the corrupt file to a new, never reused name (it is kept, not deleted)."""
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{now_ms() % 1000:03d}")
+        base = f"{self.path.name}.corrupt-{stamp}-{now_ms() % 1000:03d}"
+        target = self.path.with_name(base)
+        counter = 1
+        while target.exists():
+            target = self.path.with_name(f"{base}-{counter}")
+            counter += 1
         self.path.replace(target)
         self.recovery = Recovery(moved_to=str(target), reason=reason)
 

@@ -27,36 +27,58 @@ class BindResult:
 
 
 def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
-    """Bind `path` (default: the current directory) to a new or existing workspace.
+    """Bind a directory to a new workspace, or report the one it already has.
+
+    With no `path`, the directory bound is the top of the git work tree
+    around the current directory (a repository is bound once, as a whole,
+    wherever in it the command runs; this is also where the bind hint and
+    `--decline` point), else the current directory itself.  An explicit
+    `path` is bound as given, so a sub-project can have its own workspace.
 
     Idempotent: a directory inside a bound workspace reports it ("already
-    bound") and adopts its marker into the index; a directory with a broken
-    marker is refused rather than overwritten.
+    bound") and adopts its marker into the index.  A broken marker on the
+    way up is refused rather than overwritten or shadowed.
     """
-    root = identity.check_bindable(path or Path.cwd())
     index = index or Index()
+    root = identity.check_bindable(path if path is not None else Path.cwd())
     location = identity.find_workspace(root)
-    own_marker = root / identity.MARKER_NAME
-    if not location.found and (own_marker.exists() or own_marker.is_symlink()):
-        # find_workspace recorded why the marker is invalid; refuse, never overwrite.
-        identity.read_marker(own_marker)
-    if location.found:
-        assert location.root is not None
-        entry = _register(index, location.workspace_uuid or "", location.root)
-        return _result("already-bound", location.root, entry)
-    workspace_uuid = identity.new_workspace_uuid()
-    marker = identity.write_marker(root, workspace_uuid)
-    try:
-        entry = _register(index, workspace_uuid, root)
-    except BaseException:
-        # Without its index entry the marker would still resolve (entries are
-        # re-created when a marker is seen), but a failed bind should leave
-        # the directory as it was.
-        marker.unlink(missing_ok=True)
-        raise
-    with index.transaction() as data:
-        data.declined = [d for d in data.declined if d.path != str(root)]
-    return _result("bound", root, entry)
+    if path is None and not location.found and location.git_top not in (None, root):
+        root = identity.check_bindable(location.git_top)  # type: ignore[arg-type]
+        location = identity.find_workspace(root)
+    if not location.found:
+        _refuse_broken_marker(location)
+        workspace_uuid = identity.new_workspace_uuid()
+        try:
+            marker = identity.write_marker(root, workspace_uuid)
+        except identity.MarkerExistsError:
+            # A concurrent bind of the same directory won: adopt its marker,
+            # exactly as a re-run would.
+            location = identity.find_workspace(root)
+            if not location.found:
+                _refuse_broken_marker(location)
+                raise
+        else:
+            try:
+                entry = _register(index, workspace_uuid, root)
+            except BaseException:
+                # Without its index entry the marker would still resolve (entries
+                # are re-created when a marker is seen), but a failed bind should
+                # leave the directory as it was.
+                marker.unlink(missing_ok=True)
+                raise
+            with index.transaction() as data:
+                data.declined = [d for d in data.declined if d.path != str(root)]
+            return _result("bound", root, entry)
+    assert location.root is not None
+    entry = _register(index, location.workspace_uuid or "", location.root)
+    return _result("already-bound", location.root, entry)
+
+
+def _refuse_broken_marker(location: identity.Location) -> None:
+    """An invalid marker where a bind would look: never overwrite or shadow it."""
+    if location.problems:
+        problem = location.problems[0]
+        raise identity.MarkerError(Path(problem.path), problem.reason)
 
 
 def _register(index: Index, workspace_uuid: str, root: Path) -> WorkspaceEntry:
@@ -180,6 +202,8 @@ class WorkspacesReport:
 def _entry_state(entry: WorkspaceEntry) -> str:
     if entry.supersededBy:
         return "superseded"
+    if not entry.lastSeenPath:
+        return "missing"
     marker = Path(entry.lastSeenPath) / identity.MARKER_NAME
     if not marker.exists():
         return "missing"

@@ -21,11 +21,16 @@ def register(app: typer.Typer) -> None:
     app.command("workspaces")(workspaces)
 
 
-def bind(path: PathArg = None,
+BindPathArg = Annotated[Path | None, typer.Argument(
+    help="Directory to bind (default: the top of the git repository around the current "
+         "directory, else the current directory).", show_default=False)]
+
+
+def bind(path: BindPathArg = None,
          decline: Annotated[bool, typer.Option(
              "--decline", help="Do not bind; silence the bind hint here for 30 days.")] = False,
          json: JsonOpt = False) -> None:
-    """Bind a directory (default: here) to a workspace memory, once per repository."""
+    """Bind a repository (or a directory) to a workspace memory, once per repository."""
     settings()
     result = run(lambda: core.decline(path) if decline else core.bind(path), json_errors=json)
     if json:
