@@ -26,9 +26,17 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 T = TypeVar("T")
 
 
-def settings() -> Settings:
-    """Load settings and prepare Mnemosyne's environment (before any import of it)."""
-    loaded = load_settings()
+def settings(*, json_errors: bool = False) -> Settings:
+    """Load settings and prepare Mnemosyne's environment (before any import of it).
+
+    A bad config file ends the command here with its message and exit code
+    (a `ConfigError` raised outside `run()` would otherwise be a traceback).
+    """
+    try:
+        loaded = load_settings()
+    except MnemoError as exc:
+        fail(exc, json_errors=json_errors)
+        raise  # unreachable: fail() always exits
     apply_environment(loaded, paths.data_dir())
     return loaded
 

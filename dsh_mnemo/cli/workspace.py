@@ -31,7 +31,7 @@ def bind(path: BindPathArg = None,
              "--decline", help="Do not bind; silence the bind hint here for 30 days.")] = False,
          json: JsonOpt = False) -> None:
     """Bind a repository (or a directory) to a workspace memory, once per repository."""
-    settings()
+    settings(json_errors=json)
     result = run(lambda: core.decline(path) if decline else core.bind(path), json_errors=json)
     if json:
         emit_json("bind", result)
@@ -57,7 +57,7 @@ def status(path: PathArg = None,
                "--session", help="Session id, for session recall mode.")] = None,
            json: JsonOpt = False) -> None:
     """Show which memory this directory reads and writes."""
-    loaded = settings()
+    loaded = settings(json_errors=json)
     report = run(lambda: core.status(path, loaded, session_id=session), json_errors=json)
     if json:
         emit_json("status", report)
@@ -82,7 +82,7 @@ def status(path: PathArg = None,
 
 def workspaces(json: JsonOpt = False) -> None:
     """List known workspaces, orphaned namespaces and suggestions."""
-    settings()
+    settings(json_errors=json)
     report = run(lambda: core.list_workspaces(index=Index()), json_errors=json)
     if json:
         emit_json("workspaces", report)
