@@ -365,8 +365,13 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
     memory_id = memory_id.strip()
     if not memory_id:
         raise RefusedError("no memory id given")
-    own = read_target(ctx)
-    for target in (own, GLOBAL_TARGET):
+    try:
+        own: Target | None = read_target(ctx)
+    except UnboundError as unbound:
+        # Global rows can be forgotten from anywhere, an unbound directory too;
+        # anything else needs the namespace this context does not have.
+        own, no_namespace = None, unbound
+    for target in (own, GLOBAL_TARGET) if own else (GLOBAL_TARGET,):
         db_path = target.db_path(base)
         allow_global = target is GLOBAL_TARGET
         if memory_id not in _owned_ids(db_path, target.namespace, [memory_id],
@@ -375,7 +380,9 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
             continue
         deleted = _delete(target, memory_id, base, allow_global=allow_global)
         return ForgetResult(id=memory_id, bank=target.bank,
-                            level="global" if allow_global else own.level, deleted=deleted)
+                            level="global" if allow_global else target.level, deleted=deleted)
+    if own is None:
+        raise no_namespace
     raise RefusedError(
         f"no memory {memory_id} in this {own.level} or in global memory: it does not exist "
         "or belongs to another workspace; nothing was deleted",
