@@ -17,9 +17,23 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             return 0  # fail open: a hook never breaks the prompt
         return run_hook(args[1:])
+    _tolerate_undecodable_paths()
     from .cli import app
 
     return app(args=args, prog_name="mnemo") or 0
+
+
+def _tolerate_undecodable_paths() -> None:
+    """Print paths that are not valid UTF-8 back byte for byte, not as a crash.
+
+    Python decodes such file names with surrogate escapes; a strict stdout (any
+    UTF-8 locale but C.UTF-8) then raises UnicodeEncodeError on the first one.
+    """
+    if getattr(sys.stdout, "errors", None) == "strict":
+        try:
+            sys.stdout.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
 
 
 if __name__ == "__main__":

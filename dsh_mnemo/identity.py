@@ -84,12 +84,20 @@ def parse_marker(text: str, path: Path = Path(MARKER_NAME)) -> str:
     return found
 
 
+MAX_MARKER_BYTES = 64 * 1024
+
+
 def read_marker(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        # Only a regular file (or a symlink to one): reading a FIFO or a
+        # device named `.mnemosyne-id` would block or never end.
+        if path.exists() and not path.is_file():
+            raise MarkerError(path, "not a regular file")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_MARKER_BYTES + 1)
     except OSError as exc:
         raise MarkerError(path, f"unreadable ({exc.strerror})") from None
-    if len(data) > 64 * 1024:
+    if len(data) > MAX_MARKER_BYTES:
         raise MarkerError(path, "too large")
     try:
         text = data.decode("utf-8")

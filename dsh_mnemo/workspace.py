@@ -42,9 +42,11 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     index = index or Index()
     root = identity.check_bindable(path if path is not None else Path.cwd())
     location = identity.find_workspace(root)
-    if path is None and not location.found and location.git_top not in (None, root):
-        root = identity.check_bindable(location.git_top)  # type: ignore[arg-type]
-        location = identity.find_workspace(root)
+    if not location.found:
+        _refuse_broken_marker(location)
+        if path is None and location.git_top not in (None, root):
+            root = identity.check_bindable(location.git_top)  # type: ignore[arg-type]
+            location = identity.find_workspace(root)
     if not location.found:
         _refuse_broken_marker(location)
         workspace_uuid = identity.new_workspace_uuid()

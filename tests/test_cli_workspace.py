@@ -69,6 +69,16 @@ def test_bind_prints_what_it_did(make_repo) -> None:
     assert not (repo / ".gitignore").exists()
 
 
+def test_odd_directory_names_are_printed_literally(make_repo) -> None:
+    repo = make_repo("my repo [bold]ü")
+    result = invoke("bind", str(repo))
+    assert result.exit_code == 0, result.output
+    assert "my repo [bold]ü" in result.stdout  # not swallowed as rich markup
+    document = ok_json(invoke("status", str(repo), "--json"), "status")
+    assert document["display_name"] == "my repo [bold]ü"
+    assert "my repo [bold]ü" in invoke("workspaces").stdout
+
+
 def test_bind_json_shape(make_repo, data_dir: Path) -> None:
     repo = make_repo("app")
     document = ok_json(invoke("bind", str(repo), "--json"), "bind")

@@ -150,6 +150,25 @@ def test_two_binds_of_the_same_repository_at_once_agree(make_repo, data_dir: Pat
     assert len(index_entries(data_dir)) == 3
 
 
+def test_a_directory_name_that_is_not_utf8(projects: Path) -> None:
+    raw = os.fsencode(projects) + b"/caf\xe9-\xff"
+    os.mkdir(raw)
+    subprocess.run(["git", "init", "-q", raw], check=True)
+    repo = Path(os.fsdecode(raw))
+    # A strict stdout, as under en_US.UTF-8; C.UTF-8 would hide the problem.
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    for args in (["bind", "--json"], ["status", "--json"], ["status"], ["workspaces"]):
+        done = subprocess.run([mnemo_executable(), *args], cwd=raw, env=env,
+                              capture_output=True, timeout=60)
+        assert done.returncode == 0, (args, done.stderr)
+        assert b"Traceback" not in done.stdout + done.stderr
+        assert b"caf\xe9-\xff" in done.stdout  # the name comes back byte for byte
+    status = json.loads(subprocess.run(
+        [mnemo_executable(), "status", "--json"], cwd=raw, env=env, capture_output=True,
+        timeout=60).stdout.decode("utf-8", "surrogateescape"))
+    assert status["namespace"] == expected_namespace(marker_uuid(repo))
+
+
 def test_python_dash_m_runs_the_same_cli(make_repo) -> None:
     repo = make_repo("app")
     done = subprocess.run([sys.executable, "-m", "dsh_mnemo", "status", "--json"], cwd=repo,

@@ -27,6 +27,7 @@ from tests.foundation_helpers import (
     expected_namespace,
     git,
     marker_uuid,
+    run_python,
     write_marker_file,
 )
 
@@ -89,6 +90,31 @@ def test_read_marker_refuses_bad_bytes(tmp_path: Path, content: bytes, reason: s
 
 def test_read_marker_refuses_a_directory(tmp_path: Path) -> None:
     (tmp_path / MARKER).mkdir()
+    with pytest.raises(MarkerError, match="not a regular file"):
+        read_marker(tmp_path / MARKER)
+
+
+def test_read_marker_refuses_an_endless_device(tmp_path: Path) -> None:
+    (tmp_path / MARKER).symlink_to("/dev/zero")
+    with pytest.raises(MarkerError, match="not a regular file"):
+        read_marker(tmp_path / MARKER)
+
+
+def test_a_fifo_marker_does_not_hang_the_search(make_repo) -> None:
+    repo = make_repo("app")
+    os.mkfifo(repo / MARKER)
+    # In a child with a timeout: a regression would block on the FIFO forever.
+    done = run_python("from pathlib import Path\n"
+                      "from dsh_mnemo.identity import find_workspace\n"
+                      "loc = find_workspace(Path.cwd())\n"
+                      "print(loc.found, [p.reason for p in loc.problems])",
+                      cwd=repo, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False ['not a regular file']"
+
+
+def test_a_dangling_symlink_marker_is_unreadable(tmp_path: Path) -> None:
+    (tmp_path / MARKER).symlink_to(tmp_path / "nowhere")
     with pytest.raises(MarkerError, match="unreadable"):
         read_marker(tmp_path / MARKER)
 

@@ -167,6 +167,17 @@ def test_broken_marker_at_the_top_is_not_shadowed_from_a_subdirectory(make_repo)
     assert (repo / MARKER).read_text() == "garbage\n"
 
 
+def test_broken_marker_where_bind_runs_is_refused(make_repo,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo("app")
+    (repo / "src").mkdir()
+    (repo / "src" / MARKER).write_text("garbage\n")
+    monkeypatch.chdir(repo / "src")
+    with pytest.raises(MarkerError, match="garbage|identity line|expected"):
+        workspace.bind()
+    assert _markers_under(repo) == [repo / "src" / MARKER]
+
+
 def test_binding_home_root_missing_and_files_is_refused(isolated_env: Path) -> None:
     home = isolated_env / "home"
     (isolated_env / "file").write_text("x")
