@@ -1,0 +1,528 @@
+"""`mnemo migrate`: plan, run and revert moves out of the default database.
+
+Sources (one class per run, SPEC section 6):
+
+- no selector: the DSH-era `dsh_v2_workspace_*` namespaces of the default
+  database whose workspace is in the index; each moves, unchanged, to the
+  bank of the entry that owns it;
+- `sessions`: an explicit list of exact session ids; a workspace namespace
+  goes to its owner's bank, anything else into the target workspace with its
+  session_id rewritten to the workspace namespace;
+- `legacy_dsh`: every `dsh_*` session that is not `dsh_v2_*`, into the target
+  workspace;
+- `default_to_global`: the legacy `default` pool into the global bank, with
+  scope `global`, ids, content and timestamps unchanged.
+
+Migration never touches `recall_mode` or `auto_write_scope`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import identity, paths
+from ..errors import DataError, RefusedError, UnboundError
+from ..fsutil import file_lock
+from ..index import Index, IndexData, WorkspaceEntry
+from . import backup as backups
+from . import engine
+from . import journal as journals
+from .engine import Progress, TableSummary
+from .faults import fault
+from .inventory import is_legacy_dsh, namespace_stats
+from .journal import Group, Journal
+from .schema import discover
+
+GLOBAL_SCOPE = "global"
+DEFAULT_SESSION = "default"
+# The namespace of the global bank's own rows (storage.GLOBAL_SESSION): the
+# legacy pool joins it, so stats and sleep treat the moved rows like the rest.
+GLOBAL_SESSION = "global"
+
+
+@dataclass
+class Selection:
+    sessions: list[str] = field(default_factory=list)
+    legacy_dsh: bool = False
+    default_to_global: bool = False
+    to: Path | None = None  # a directory in the target workspace (default: cwd)
+
+    @property
+    def selector(self) -> str:
+        if self.default_to_global:
+            return "default-to-global"
+        if self.legacy_dsh:
+            return "legacy-dsh"
+        if self.sessions:
+            return "sessions"
+        return "owned-workspaces"
+
+    def check(self) -> None:
+        chosen = sum([bool(self.sessions), self.legacy_dsh, self.default_to_global])
+        if chosen > 1:
+            raise RefusedError("choose one source class per migration: --session, "
+                               "--legacy-dsh or --default-to-global",
+                               hint="Run them one after the other.")
+        if self.default_to_global and self.to is not None:
+            raise RefusedError("--default-to-global moves into the global bank; --to does "
+                               "not apply")
+        for sid in self.sessions:
+            if not sid or not sid.strip() or any(ord(c) < 32 for c in sid):
+                raise RefusedError(f"{sid!r} is not a session id")
+
+    def describe(self) -> dict[str, Any]:
+        return {"selector": self.selector, "sessions": list(self.sessions),
+                "to": str(self.to) if self.to else None}
+
+
+@dataclass
+class PlanNamespace:
+    source: str
+    target: str
+    rows: int
+    tables: list[TableSummary]
+
+
+@dataclass
+class PlanGroup:
+    source_db: str
+    target_db: str
+    target_bank: str
+    target_namespace: str | None
+    target_exists: bool
+    scope_to: str | None
+    rows: int
+    namespaces: list[PlanNamespace]
+
+
+@dataclass
+class Plan:
+    selector: str
+    source_db: str
+    groups: list[PlanGroup]
+    pending: int  # rows that would move
+    target_root: str | None = None
+    others: dict[str, int] = field(default_factory=dict)  # memories per other class
+    shared_tables: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)  # journals a crash left
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GroupResult:
+    source_db: str
+    target_db: str
+    moved: dict[str, int]
+    already_there: int
+    missing: int
+    remapped: int
+
+
+@dataclass
+class RunResult:
+    status: str  # "moved" | "nothing-to-do"
+    journal: str | None
+    plan: Plan
+    groups: list[GroupResult] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    backups: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class RevertResult:
+    status: str  # "reverted" | "restored" | "already-reverted"
+    journal: str
+    moved_back: dict[str, int] = field(default_factory=dict)
+    missing: list[list[Any]] = field(default_factory=list)  # rows deleted since
+    restored: list[dict[str, str]] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# Resolving a selection into groups
+
+
+@dataclass
+class _GroupSpec:
+    target_bank: str
+    target_namespace: str | None
+    namespaces: dict[str, str]
+    scope_to: str | None = None
+
+
+def _owner(data: IndexData, namespace: str) -> WorkspaceEntry | None:
+    entries = [e for e in data.by_namespace(namespace) if not e.supersededBy]
+    return entries[0] if entries else None
+
+
+def _target_workspace(to: Path | None, index: Index, *, register: bool
+                      ) -> tuple[WorkspaceEntry, str]:
+    start = to or Path.cwd()
+    location = identity.find_workspace(start)
+    if not location.found or location.root is None:
+        raise UnboundError(f"{start} is not in a bound workspace, so there is no target",
+                           hint="Run the migration inside the project (after `mnemo bind`) "
+                                "or pass --to PATH.")
+    key = identity.identity_key_for(location.workspace_uuid or "")
+    if register:
+        from ..context import register_seen
+
+        return register_seen(index, location), str(location.root)
+    entry = index.load().active_for(key)
+    if entry is None:
+        namespace = identity.namespace_for(key)
+        entry = WorkspaceEntry(identityKey=key, namespace=namespace,
+                               bank=identity.bank_for(namespace),
+                               displayName=location.root.name,
+                               canonicalPath=str(location.root),
+                               lastSeenPath=str(location.root))
+    return entry, str(location.root)
+
+
+def _resolve(selection: Selection, stats: dict[str, Any], index: Index, *, register: bool
+             ) -> tuple[list[_GroupSpec], str | None, list[str]]:
+    data = index.load()
+    notes: list[str] = []
+    if selection.default_to_global:
+        return ([_GroupSpec(paths.GLOBAL_BANK, GLOBAL_SESSION,
+                            {DEFAULT_SESSION: GLOBAL_SESSION}, GLOBAL_SCOPE)], None, notes)
+    by_bank: dict[str, _GroupSpec] = {}
+    root: str | None = None
+    target: WorkspaceEntry | None = None
+
+    def into_target(sid: str) -> None:
+        nonlocal target, root
+        if target is None:
+            target, root = _target_workspace(selection.to, index, register=register)
+        spec = by_bank.setdefault(target.bank, _GroupSpec(target.bank, target.namespace, {}))
+        spec.namespaces[sid] = target.namespace
+
+    def into_owner(namespace: str) -> None:
+        owner = _owner(data, namespace)
+        if owner is None:
+            raise RefusedError(
+                f"{namespace} has no workspace in the index (an orphan)",
+                hint=f"Pin it to its directory first: mnemo adopt {namespace} PATH")
+        spec = by_bank.setdefault(owner.bank, _GroupSpec(owner.bank, owner.namespace, {}))
+        spec.namespaces[namespace] = namespace
+
+    if selection.legacy_dsh:
+        for sid in sorted(s for s in stats if is_legacy_dsh(s)):
+            into_target(sid)
+        if not by_bank:
+            # Still resolve the target so a wrong directory is reported.
+            target, root = _target_workspace(selection.to, index, register=False)
+    elif selection.sessions:
+        for sid in dict.fromkeys(selection.sessions):
+            if identity.is_workspace_namespace(sid):
+                into_owner(sid)
+            else:
+                into_target(sid)
+            if sid not in stats:
+                notes.append(f"{sid}: no rows in the default database")
+    else:
+        for sid in sorted(stats):
+            if identity.is_workspace_namespace(sid) and _owner(data, sid) is not None:
+                into_owner(sid)
+    return list(by_bank.values()), root, notes
+
+
+# ---------------------------------------------------------------------------
+# Plan
+
+
+def _others(stats: dict[str, Any], data: IndexData) -> dict[str, int]:
+    counts = {"legacy-dsh": 0, "default": 0, "owned-workspaces": 0, "orphan-workspaces": 0,
+              "sessions": 0, "other": 0}
+    for sid, s in stats.items():
+        if is_legacy_dsh(sid):
+            counts["legacy-dsh"] += s.rows
+        elif sid == DEFAULT_SESSION:
+            counts["default"] += s.rows
+        elif identity.is_workspace_namespace(sid):
+            key = "owned-workspaces" if _owner(data, sid) else "orphan-workspaces"
+            counts[key] += s.rows
+        elif sid.startswith(identity.SESSION_PREFIX):
+            counts["sessions"] += s.rows
+        else:
+            counts["other"] += s.rows
+    return counts
+
+
+def _plan_group(source: Path, spec: _GroupSpec, base: Path) -> PlanGroup:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        engine.attach(conn, source)
+        schema = discover(conn, "src")
+        engine.select_rows(conn, schema, spec.namespaces, spec.scope_to)
+        summary = engine.summarize(conn, schema)
+    finally:
+        conn.close()
+    namespaces = [PlanNamespace(source=owner, target=spec.namespaces.get(owner, owner),
+                                rows=sum(t.rows for t in tables), tables=tables)
+                  for owner, tables in sorted(summary.items())]
+    target_db = paths.bank_db_path(spec.target_bank, base)
+    return PlanGroup(source_db=str(source), target_db=str(target_db),
+                     target_bank=spec.target_bank, target_namespace=spec.target_namespace,
+                     target_exists=target_db.exists(), scope_to=spec.scope_to,
+                     rows=sum(n.rows for n in namespaces), namespaces=namespaces)
+
+
+def plan_migration(selection: Selection, *, index: Index | None = None,
+                   register: bool = False) -> Plan:
+    """What `run` would move; writes nothing (unless `register`, for run)."""
+    selection.check()
+    index = index or Index()
+    base = index.base
+    source = paths.default_db_path(base)
+    stats = namespace_stats(source)
+    specs, root, notes = _resolve(selection, stats, index, register=register)
+    groups = [_plan_group(source, spec, base) for spec in specs] if source.exists() else []
+    groups = [g for g in groups if g.rows]
+    shared: list[str] = []
+    if source.exists():
+        conn = sqlite3.connect(":memory:")
+        try:
+            engine.attach(conn, source)
+            shared = sorted(discover(conn, "src").shared)
+        finally:
+            conn.close()
+    unfinished = [j.id for j in journals.unfinished(base)]
+    return Plan(selector=selection.selector, source_db=str(source), groups=groups,
+                pending=sum(g.rows for g in groups), target_root=root,
+                others=_others(stats, index.load()), shared_tables=shared,
+                unfinished=unfinished, notes=notes)
+
+
+# ---------------------------------------------------------------------------
+# Run
+
+
+def _lock(base: Path) -> contextlib.AbstractContextManager[None]:
+    return file_lock(paths.locks_dir(base) / "migrate.lock", timeout=5.0,
+                     what="migration lock")
+
+
+def clear_query_cache(db_path: Path) -> None:
+    """Upstream's query cache keys include session_id: stale after a rewrite."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            (db_path.parent / f"query_cache.db{suffix}").unlink()
+
+
+def _ensure_schema(db_path: Path) -> None:
+    from ..storage import init_bank
+
+    init_bank(db_path)
+
+
+def _label(db_path: Path, base: Path) -> str:
+    if db_path == paths.default_db_path(base):
+        return "default"
+    return db_path.parent.name
+
+
+def _take_backups(journal: Journal, base: Path) -> None:
+    folder = paths.backups_dir(base) / journal.id
+    seen: list[Path] = []
+    sources = [Path(g.source_db) for g in journal.groups]
+    targets = [Path(g.target_db) for g in journal.groups]
+    for role, db in [("source", p) for p in sources] + [("target", p) for p in targets]:
+        if db in seen:
+            continue
+        seen.append(db)
+        destination = folder / f"{_label(db, base)}.db"
+        backups.snapshot(db, destination)
+        journal.backups.append({"role": role, "database": str(db), "backup": str(destination)})
+        if role == "source":
+            fault("after-source-backup")
+    journal.save()
+
+
+def _move_group(journal: Journal, group: Group, progress: Progress | None
+                ) -> engine.MoveOutcome:
+    def choose(conn: sqlite3.Connection, schema: Any) -> None:
+        if group.rows_file:
+            engine.load_rows(conn, journal.read_rows(group.rows_file))
+        else:
+            engine.select_rows(conn, schema, group.namespaces, group.scope_to)
+
+    def record(rows: list[journals.RowMove]) -> None:
+        journal.write_rows(group, rows)
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.table] = counts.get(row.table, 0) + 1
+        group.counts = counts
+        group.status = "copying"
+        journal.save()
+
+    def copied(outcome: engine.MoveOutcome) -> None:
+        group.status = "copied"
+        group.missing = len(outcome.missing)
+        journal.save()
+
+    source, target = Path(group.source_db), Path(group.target_db)
+    if not source.exists():
+        raise DataError(f"the source database {source} is missing")
+    _ensure_schema(target)
+    outcome = engine.move(source, target, choose=choose, journal_rows=record,
+                          on_copied=copied, progress=progress)
+    group.status = "done"
+    journal.save()
+    clear_query_cache(source)
+    clear_query_cache(target)
+    return outcome
+
+
+def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
+    base = journal.base or paths.data_dir()
+    if not journal.backups:
+        _take_backups(journal, base)
+        fault("after-backup")
+    journal.status = "running"
+    journal.save()
+    results = []
+    for group in journal.groups:
+        if group.status == "done":
+            continue
+        outcome = _move_group(journal, group, progress)
+        results.append(GroupResult(group.source_db, group.target_db, outcome.copied,
+                                   outcome.already_there, len(outcome.missing),
+                                   outcome.remapped))
+    journal.status = "done"
+    journal.finished_at = journals.now_ms()
+    journal.save()
+    return results
+
+
+def resume_unfinished(base: Path, progress: Progress | None = None) -> list[str]:
+    """Finish the runs a crash interrupted (their backups and journal exist)."""
+    resumed = []
+    for journal in journals.unfinished(base):
+        if journal.status == "reverting":
+            raise RefusedError(
+                f"migration {journal.id} was being reverted when it stopped",
+                hint=f"Finish that first: mnemo migrate revert --journal {journal.id}")
+        _complete(journal, progress)
+        resumed.append(journal.id)
+    return resumed
+
+
+def run_migration(selection: Selection, *, index: Index | None = None,
+                  progress: Progress | None = None, kind: str = "migrate") -> RunResult:
+    """Back up, then move the selected rows; completes interrupted runs first."""
+    selection.check()
+    index = index or Index()
+    base = index.base
+    with _lock(base):
+        resumed = resume_unfinished(base, progress)
+        plan = plan_migration(selection, index=index, register=True)
+        if not plan.groups:
+            return RunResult(status="nothing-to-do", journal=None, plan=plan,
+                             resumed=resumed)
+        journal = journals.create(kind, selection.describe(), base)
+        journal.groups = [Group(index=i, source_db=g.source_db, target_db=g.target_db,
+                                target_bank=g.target_bank,
+                                target_namespace=g.target_namespace,
+                                namespaces={n.source: n.target for n in g.namespaces},
+                                scope_to=g.scope_to)
+                          for i, g in enumerate(plan.groups)]
+        journal.save()
+        for group in journal.groups:
+            _ensure_schema(Path(group.target_db))
+        results = _complete(journal, progress)
+        return RunResult(status="moved", journal=journal.id, plan=plan, groups=results,
+                         resumed=resumed, backups=journal.backups)
+
+
+# ---------------------------------------------------------------------------
+# Revert
+
+
+def revert_migration(journal_id: str | None = None, *, from_backup: bool = False,
+                     base: Path | None = None, progress: Progress | None = None
+                     ) -> RevertResult:
+    """Move a run's rows back (from its journal), or restore its backups whole."""
+    base = base or paths.data_dir()
+    with _lock(base):
+        if journal_id in (None, "", "latest"):
+            journal = journals.latest_revertible(base)
+            if journal is None:
+                raise RefusedError("there is no migration to revert",
+                                   hint=f"Journals live in {paths.migrations_dir(base)}.")
+        else:
+            journal = journals.load(journal_id, base)
+        if journal.status in ("reverted", "restored"):
+            return RevertResult(status="already-reverted", journal=journal.id)
+        if from_backup:
+            return _restore(journal)
+        journal.status = "reverting"
+        journal.save()
+        result = RevertResult(status="reverted", journal=journal.id)
+        for group in reversed(journal.groups):
+            if not group.rows_file or group.revert_status == "done":
+                continue  # nothing of this group was journaled, so nothing moved
+            _revert_group(journal, group, result, progress)
+        journal.status = "reverted"
+        journal.reverted_at = journals.now_ms()
+        journal.save()
+        return result
+
+
+def _revert_group(journal: Journal, group: Group, result: RevertResult,
+                  progress: Progress | None) -> None:
+    def choose(conn: sqlite3.Connection, _schema: Any) -> None:
+        if group.revert_file:
+            rows = journal.read_rows(group.revert_file)
+        else:
+            rows = [r.reversed() for r in journal.read_rows(group.rows_file or "")]
+        engine.load_rows(conn, rows)
+
+    def record(rows: list[journals.RowMove]) -> None:
+        journal.write_rows(group, rows, revert=True)
+        group.revert_status = "copying"
+        journal.save()
+
+    def copied(outcome: engine.MoveOutcome) -> None:
+        group.revert_status = "copied"
+        group.revert_missing = [list(m) for m in outcome.missing]
+        journal.save()
+
+    source, target = Path(group.target_db), Path(group.source_db)
+    if not source.exists():
+        raise DataError(f"{source} is missing; revert with --from-backup instead")
+    _ensure_schema(target)
+    outcome = engine.move(source, target, choose=choose, journal_rows=record,
+                          on_copied=copied, progress=progress)
+    group.revert_status = "done"
+    group.status = "reverted"
+    journal.save()
+    clear_query_cache(source)
+    clear_query_cache(target)
+    for table, count in outcome.copied.items():
+        result.moved_back[table] = result.moved_back.get(table, 0) + count
+    result.missing.extend([list(m) for m in outcome.missing])
+
+
+def _restore(journal: Journal) -> RevertResult:
+    if not journal.backups:
+        raise RefusedError(f"migration {journal.id} took no backups (it stopped before)",
+                           hint="Nothing was changed by it; there is nothing to restore.")
+    for item in journal.backups:
+        backups.restore(Path(item["backup"]), Path(item["database"]))
+        clear_query_cache(Path(item["database"]))
+    journal.status = "restored"
+    journal.restored_at = journals.now_ms()
+    journal.save()
+    return RevertResult(status="restored", journal=journal.id,
+                        restored=[dict(b) for b in journal.backups])
+
+
+def journal_summary(journal: Journal) -> dict[str, Any]:
+    data = asdict(journal)
+    data.pop("base", None)
+    return data

@@ -1,0 +1,70 @@
+"""Consistent snapshots of live SQLite databases (online backup API).
+
+A file copy of a database in WAL mode can miss committed pages that still
+sit in the `-wal` file; SQLite's backup API reads through the WAL and yields
+a consistent database, and restores the same way into a live file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ..errors import BusyError, DataError
+
+BUSY_MS = 10_000
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=BUSY_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+    return conn
+
+
+def snapshot(database: Path, destination: Path) -> Path:
+    """Write a consistent copy of `database` to `destination` (a new file)."""
+    if not database.exists():
+        raise DataError(f"cannot back up {database}: it does not exist")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(destination.name + ".partial")
+    partial.unlink(missing_ok=True)
+    source = _connect(database)
+    try:
+        target = sqlite3.connect(str(partial))
+        try:
+            source.backup(target)
+            check = target.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise DataError(f"the backup of {database} failed its integrity check: {check}")
+        finally:
+            target.close()
+    except sqlite3.OperationalError as exc:
+        partial.unlink(missing_ok=True)
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise BusyError(f"{database} stayed busy during the backup",
+                            hint="Try again when no harness is writing.") from None
+        raise DataError(f"cannot back up {database}: {exc}") from None
+    finally:
+        source.close()
+    # Only a complete, checked snapshot gets its final name.
+    partial.replace(destination)
+    return destination
+
+
+def restore(snapshot_path: Path, database: Path) -> None:
+    """Overwrite the live `database` with the snapshot, through SQLite."""
+    if not snapshot_path.exists():
+        raise DataError(f"the backup {snapshot_path} is missing; cannot restore {database}")
+    database.parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(f"file:{snapshot_path}?mode=ro", uri=True)
+    try:
+        target = _connect(database)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+    except sqlite3.OperationalError as exc:
+        raise BusyError(f"cannot restore {database}: {exc}",
+                        hint="Try again when no harness is writing.") from None
+    finally:
+        source.close()

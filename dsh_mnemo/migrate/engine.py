@@ -1,0 +1,495 @@
+"""Selecting a namespace's rows and moving them between two databases.
+
+The move is copy, verify, delete, in that order, each step committed before
+the next begins:
+
+1. with the source database's write lock held (so nothing changes under us),
+   open the target, attach the source read-only, and list every row to move
+   (`select_rows`) or take the list from the journal (resume, revert);
+2. inside one target write transaction: find rows already there (a resumed
+   run), give integer keys that are taken a fresh value, journal the list,
+   copy the rest with the rewritten columns, check every row is there, commit;
+3. delete exactly the journaled rows from the source, commit.
+
+A crash before (2) commits leaves the target untouched; after it, the rows
+are in both databases until (3) commits.  Either way every row is somewhere,
+and running the same step again finishes it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import BusyError, DataError
+from .faults import fault
+from .journal import RowMove
+from .schema import (
+    CHANNEL_COLUMN,
+    SCOPE_COLUMN,
+    SESSION_COLUMN,
+    Schema,
+    Table,
+    discover,
+    quote,
+)
+
+BUSY_MS = 10_000
+CHUNK = 2_000
+
+Progress = Callable[[str, int, int], None]
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                               timeout=BUSY_MS / 1000)
+    else:
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+    return conn
+
+
+def attach(conn: sqlite3.Connection, path: Path, alias: str = "src") -> None:
+    conn.execute(f"ATTACH DATABASE ? AS {alias}", (f"file:{path}?mode=ro",))
+
+
+def begin_immediate(conn: sqlite3.Connection, what: Path) -> None:
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise BusyError(f"{what} is locked by another process ({exc})",
+                        hint="Try again when no harness is writing to it.") from None
+
+
+# ---------------------------------------------------------------------------
+# Selection
+
+
+_MV_DDL = """
+CREATE TEMP TABLE IF NOT EXISTS mv (
+    seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, key, new_key, owner TEXT,
+    session_set INTEGER DEFAULT 0, old_session, new_session,
+    scope_set INTEGER DEFAULT 0, old_scope, new_scope,
+    channel_set INTEGER DEFAULT 0, old_channel, new_channel,
+    state TEXT DEFAULT 'pending');
+CREATE INDEX IF NOT EXISTS temp.mv_key ON mv(tbl, key);
+CREATE INDEX IF NOT EXISTS temp.mv_new_key ON mv(tbl, new_key);
+"""
+
+
+def _script(conn: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it would COMMIT the write transaction we hold.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _key_expr(table: Table, alias: str) -> str:
+    return f"{alias}.rowid" if table.key == "rowid" else f"{alias}.{quote(table.key)}"
+
+
+def select_rows(conn: sqlite3.Connection, schema: Schema, namespaces: dict[str, str],
+                scope_to: str | None) -> None:
+    """Fill `temp.mv` with every row of `namespaces` in the attached `src`.
+
+    A row belongs to its `session_id`, except a row that points at a memory
+    of the same database: it follows that memory (upstream writes some
+    `facts` rows with session 'default' for memories of other sessions).
+    """
+    _script(conn, _MV_DDL + """
+        DROP TABLE IF EXISTS temp.sidmap; DROP TABLE IF EXISTS temp.mem;
+        DROP TABLE IF EXISTS temp.allmem;
+        CREATE TEMP TABLE sidmap (old TEXT PRIMARY KEY, new TEXT);
+        CREATE TEMP TABLE mem (id TEXT PRIMARY KEY, owner TEXT);
+        CREATE TEMP TABLE allmem (id TEXT PRIMARY KEY);
+        DELETE FROM temp.mv;
+    """)
+    conn.executemany("INSERT INTO temp.sidmap VALUES (?, ?)", namespaces.items())
+    for table in schema.tables.values():
+        if table.is_memory_table:
+            conn.execute(f"INSERT OR IGNORE INTO temp.allmem SELECT {quote(table.key)} "
+                         f"FROM src.{quote(table.name)}")
+    for table in schema.ordered():
+        key = _key_expr(table, "s")
+        if table.kind == "session" and table.ref_column is None:
+            sources = [(f"JOIN temp.sidmap sm ON sm.old = s.{quote(SESSION_COLUMN)}",
+                        f"s.{quote(SESSION_COLUMN)}")]
+        elif table.kind == "session":
+            ref = f"s.{quote(table.ref_column or '')}"
+            sources = [(f"JOIN temp.mem m2 ON m2.id = {ref} "
+                        f"JOIN temp.sidmap sm ON sm.old = m2.owner", "m2.owner"),
+                       (f"JOIN temp.sidmap sm ON sm.old = s.{quote(SESSION_COLUMN)} "
+                        f"WHERE ({ref} IS NULL OR {ref} NOT IN (SELECT id FROM temp.allmem))",
+                        f"s.{quote(SESSION_COLUMN)}")]
+        else:
+            ref = f"s.{quote(table.ref_column or '')}"
+            sources = [(f"JOIN temp.mem m2 ON m2.id = {ref} "
+                        f"JOIN temp.sidmap sm ON sm.old = m2.owner", "m2.owner")]
+        has_session = table.has(SESSION_COLUMN)
+        has_scope = table.has(SCOPE_COLUMN) and scope_to is not None
+        has_channel = table.has(CHANNEL_COLUMN) and has_session
+        sess = f"s.{quote(SESSION_COLUMN)}"
+        chan = f"s.{quote(CHANNEL_COLUMN)}"
+        scope = f"s.{quote(SCOPE_COLUMN)}"
+        cols = (
+            f"'{table.name}', {key}, {key}, OWNER, "
+            + (f"({sess} IS NOT sm.new), {sess}, sm.new, " if has_session else "0, NULL, NULL, ")
+            + (f"({scope} IS NOT ?), {scope}, ?, " if has_scope else "0, NULL, NULL, ")
+            + (f"({chan} = {sess} AND {chan} IS NOT sm.new), {chan}, sm.new"
+               if has_channel else "0, NULL, NULL"))
+        for join, owner in sources:
+            params: tuple[Any, ...] = (scope_to, scope_to) if has_scope else ()
+            conn.execute(
+                "INSERT INTO temp.mv (tbl, key, new_key, owner, session_set, old_session, "
+                "new_session, scope_set, old_scope, new_scope, channel_set, old_channel, "
+                f"new_channel) SELECT {cols.replace('OWNER', owner)} "
+                f"FROM src.{quote(table.name)} s {join} ORDER BY {key}", params)
+        # Text keys of moved rows can be pointed at in turn (gists, facts <- edges).
+        if table.key_is_text:
+            conn.execute("INSERT OR IGNORE INTO temp.mem SELECT key, owner FROM temp.mv "
+                         "WHERE tbl = ?", (table.name,))
+    # A channel rewritten only where it equalled the old session id; clear the
+    # values of untouched columns so the journal shows only real changes.
+    conn.execute("UPDATE temp.mv SET old_channel = NULL, new_channel = NULL "
+                 "WHERE channel_set = 0")
+    conn.execute("UPDATE temp.mv SET old_scope = NULL, new_scope = NULL WHERE scope_set = 0")
+    conn.execute("UPDATE temp.mv SET old_session = NULL, new_session = NULL "
+                 "WHERE session_set = 0")
+
+
+def load_rows(conn: sqlite3.Connection, rows: Iterable[RowMove]) -> None:
+    _script(conn, _MV_DDL + "DELETE FROM temp.mv;")
+    conn.executemany(
+        "INSERT INTO temp.mv (tbl, key, new_key, owner, session_set, old_session, new_session, "
+        "scope_set, old_scope, new_scope, channel_set, old_channel, new_channel) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", (r.to_list() for r in rows))
+
+
+def read_rows(conn: sqlite3.Connection) -> list[RowMove]:
+    return [RowMove.from_list(list(r)) for r in conn.execute(
+        "SELECT tbl, key, new_key, owner, session_set, old_session, new_session, scope_set, "
+        "old_scope, new_scope, channel_set, old_channel, new_channel FROM temp.mv ORDER BY seq")]
+
+
+@dataclass
+class TableSummary:
+    table: str
+    rows: int
+    first: str | None
+    last: str | None
+    sample: str | None
+
+
+def summarize(conn: sqlite3.Connection, schema: Schema) -> dict[str, list[TableSummary]]:
+    """Per owner namespace, per table: rows selected, first/last time, a sample."""
+    result: dict[str, list[TableSummary]] = {}
+    for table in schema.ordered():
+        key = _key_expr(table, "s")
+        join = f"FROM temp.mv m JOIN src.{quote(table.name)} s ON {key} = m.key WHERE m.tbl = ?"
+        tcol = f"s.{quote(table.time_column)}" if table.time_column else "NULL"
+        for owner, count, first, last in conn.execute(
+                f"SELECT m.owner, count(*), min({tcol}), max({tcol}) {join} GROUP BY m.owner",
+                (table.name,)):
+            sample = None
+            if table.text_column:
+                found = conn.execute(
+                    f"SELECT s.{quote(table.text_column)} {join} AND m.owner = ? "
+                    f"ORDER BY {tcol} DESC LIMIT 1", (table.name, owner)).fetchone()
+                if found and found[0] is not None:
+                    sample = " ".join(str(found[0]).split())[:100]
+            result.setdefault(owner, []).append(TableSummary(
+                table.name, count, None if first is None else str(first),
+                None if last is None else str(last), sample))
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Moving
+
+
+@dataclass
+class MoveOutcome:
+    copied: dict[str, int] = field(default_factory=dict)
+    already_there: int = 0
+    deleted: int = 0
+    missing: list[tuple[str, Any]] = field(default_factory=list)  # in neither database
+    remapped: int = 0
+
+
+def _check_compatible(src: Schema, dst: Schema, tables: set[str], dst_path: Path,
+                      conn: sqlite3.Connection) -> None:
+    for name in tables:
+        if name not in dst.tables:
+            raise DataError(f"{dst_path} has no table {name}; it is not a Mnemosyne database "
+                            "of this version", hint="Run `mnemo doctor`.")
+        missing = set(src.tables[name].names) - set(dst.tables[name].names)
+        if missing:
+            raise DataError(
+                f"{dst_path}: table {name} lacks column(s) {', '.join(sorted(missing))} that "
+                "the source has; refusing to drop data",
+                hint="Upgrade mnemosyne-memory, then run the migration again.")
+    # Full-text entries follow the rows through upstream's triggers; the target
+    # must have the same triggers or its index would silently miss rows.
+    def triggers(schema_name: str) -> set[tuple[str, str]]:
+        return {(r[0], r[1]) for r in conn.execute(
+            f"SELECT tbl_name, name FROM {schema_name}.sqlite_master WHERE type='trigger'")}
+    lacking = {t for t in triggers("src") - triggers("main") if t[0] in tables}
+    if lacking:
+        raise DataError(f"{dst_path} lacks the trigger(s) "
+                        f"{', '.join(sorted(n for _, n in lacking))} that keep its "
+                        "full-text index in step", hint="Run `mnemo doctor`.")
+
+
+def _create_missing_tables(conn: sqlite3.Connection, names: set[str]) -> bool:
+    """Give the target the source's tables that upstream creates lazily.
+
+    `init_db` does not create every table (gists, graph_edges, annotations
+    appear when a Mnemosyne instance first opens the file); the source's own
+    DDL, with its indexes and triggers, is the faithful copy.
+    """
+    for name in sorted(names):
+        for (sql,) in conn.execute(
+                "SELECT sql FROM src.sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL "
+                "ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, name",
+                (name,)).fetchall():
+            conn.execute(sql)
+    return bool(names)
+
+
+def _identity_columns(table: Table) -> list[str]:
+    """Columns that identify a row's content independently of its namespace."""
+    cols = [c for c in (table.text_column, table.time_column, table.ref_column) if c]
+    return cols or [c.name for c in table.columns
+                    if c.name not in (table.key, table.surrogate, SESSION_COLUMN,
+                                      SCOPE_COLUMN, CHANNEL_COLUMN)][:3]
+
+
+def _classify(conn: sqlite3.Connection, table: Table) -> int:
+    """Set each row's state: present (already in main), copy, or missing.
+
+    Returns how many integer keys had to be replaced because the target uses
+    them for another row.
+    """
+    t = quote(table.name)
+    kcol = "rowid" if table.key == "rowid" else quote(table.key)
+    same = " AND ".join(f"d.{quote(c)} IS s.{quote(c)}" for c in _identity_columns(table))
+    src_has = f"EXISTS (SELECT 1 FROM src.{t} s WHERE s.{kcol} = temp.mv.key)"
+    dst_has = f"EXISTS (SELECT 1 FROM main.{t} d WHERE d.{kcol} = temp.mv.new_key)"
+    matches = (f"EXISTS (SELECT 1 FROM main.{t} d JOIN src.{t} s ON s.{kcol} = temp.mv.key "
+               f"WHERE d.{kcol} = temp.mv.new_key AND {same})")
+    p = (table.name,)
+    conn.execute(f"UPDATE temp.mv SET state = CASE "
+                 f"WHEN NOT {src_has} THEN CASE WHEN {dst_has} THEN 'present' ELSE 'missing' END "
+                 f"WHEN NOT {dst_has} THEN 'copy' "
+                 f"WHEN {matches} THEN 'present' ELSE 'clash' END WHERE tbl = ?", p)
+    clashes = conn.execute("SELECT key FROM temp.mv WHERE tbl = ? AND state = 'clash'",
+                           p).fetchall()
+    if not clashes:
+        return 0
+    if table.key_is_text:
+        shown = ", ".join(str(k[0]) for k in clashes[:5])
+        raise DataError(
+            f"{len(clashes)} row(s) of {table.name} already exist in the target with other "
+            f"content (keys {shown}); nothing was changed",
+            hint="Inspect both databases; mnemo never overwrites a row.")
+    # Integer keys are local to a database: give the clashing rows fresh ones.
+    top = conn.execute(
+        f"SELECT max(coalesce((SELECT max({kcol}) FROM main.{t}), 0), "
+        f"coalesce((SELECT max(new_key) FROM temp.mv WHERE tbl = ?), 0))", p).fetchone()[0]
+    try:
+        seq = conn.execute("SELECT seq FROM main.sqlite_sequence WHERE name = ?",
+                           p).fetchone()
+        top = max(top, seq[0] if seq else 0)
+    except sqlite3.OperationalError:
+        pass
+    for offset, (seq_id,) in enumerate(conn.execute(
+            "SELECT seq FROM temp.mv WHERE tbl = ? AND state = 'clash' ORDER BY seq",
+            p).fetchall(), start=1):
+        conn.execute("UPDATE temp.mv SET new_key = ?, state = 'copy' WHERE seq = ?",
+                     (int(top) + offset, seq_id))
+    return len(clashes)
+
+
+def _insert_sql(table: Table) -> str:
+    names = [c for c in table.names if c != table.surrogate]
+    exprs = []
+    for c in names:
+        if c == table.key and not table.key_is_text:
+            exprs.append("m.new_key")
+        elif c == SESSION_COLUMN:
+            exprs.append("CASE WHEN m.session_set THEN m.new_session ELSE s.session_id END")
+        elif c == SCOPE_COLUMN:
+            exprs.append("CASE WHEN m.scope_set THEN m.new_scope ELSE s.scope END")
+        elif c == CHANNEL_COLUMN:
+            exprs.append("CASE WHEN m.channel_set THEN m.new_channel ELSE s.channel_id END")
+        else:
+            exprs.append(f"s.{quote(c)}")
+    if table.key == "rowid":
+        names, exprs = ["rowid", *names], ["m.new_key", *exprs]
+    t = quote(table.name)
+    kcol = "rowid" if table.key == "rowid" else quote(table.key)
+    return (f"INSERT INTO main.{t} ({', '.join(quote(n) if n != 'rowid' else n for n in names)}) "
+            f"SELECT {', '.join(exprs)} FROM temp.mv m JOIN src.{t} s ON s.{kcol} = m.key "
+            f"WHERE m.tbl = ? AND m.state = 'copy' AND m.seq BETWEEN ? AND ? ORDER BY m.seq")
+
+
+def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Schema], None],
+         journal_rows: Callable[[list[RowMove]], None],
+         on_copied: Callable[[MoveOutcome], None],
+         progress: Progress | None = None) -> MoveOutcome:
+    """Move the rows `choose` puts in `temp.mv` from `source` to `target`.
+
+    `choose(conn, source_schema)` fills temp.mv (fresh selection or journal);
+    `journal_rows(rows)` must durably record the final list before the target
+    commits; `on_copied` runs after the target commit, before the source
+    delete.  Both databases must already have Mnemosyne's schema.
+    """
+    outcome = MoveOutcome()
+    src_conn = connect(source)
+    dst_conn = connect(target)
+    try:
+        # Hold the source's write lock throughout: nothing may change (or be
+        # added to) the selected rows between copy and delete.
+        begin_immediate(src_conn, source)
+        attach(dst_conn, source)
+        src_schema = discover(dst_conn, "src")
+        dst_schema = discover(dst_conn, "main")
+        begin_immediate(dst_conn, target)
+        choose(dst_conn, src_schema)
+        tables = {r[0] for r in dst_conn.execute("SELECT DISTINCT tbl FROM temp.mv")}
+        unknown = tables - set(src_schema.tables)
+        if unknown:
+            raise DataError(f"the journal names table(s) {', '.join(sorted(unknown))} that "
+                            f"{source} does not have")
+        if _create_missing_tables(dst_conn, tables - set(dst_schema.tables)):
+            dst_schema = discover(dst_conn, "main")
+        _check_compatible(src_schema, dst_schema, tables, target, dst_conn)
+        for name in tables:
+            outcome.remapped += _classify(dst_conn, src_schema.tables[name])
+        rows = read_rows(dst_conn)
+        journal_rows(rows)
+        fault("after-rows-journal")
+        total = dst_conn.execute("SELECT count(*) FROM temp.mv WHERE state='copy'").fetchone()[0]
+        done = 0
+        if progress:
+            progress("copy", 0, total)
+        for table in src_schema.ordered():
+            if table.name not in tables:
+                continue
+            sql = _insert_sql(table)
+            seqs = [r[0] for r in dst_conn.execute(
+                "SELECT seq FROM temp.mv WHERE tbl = ? AND state = 'copy' ORDER BY seq",
+                (table.name,))]
+            for i in range(0, len(seqs), CHUNK):
+                chunk = seqs[i:i + CHUNK]
+                cur = dst_conn.execute(sql, (table.name, chunk[0], chunk[-1]))
+                if cur.rowcount != len(chunk):
+                    raise DataError(f"copying {table.name} into {target} inserted "
+                                    f"{cur.rowcount} of {len(chunk)} rows; nothing was changed")
+                done += len(chunk)
+                outcome.copied[table.name] = outcome.copied.get(table.name, 0) + len(chunk)
+                if progress:
+                    progress("copy", done, total)
+                fault("mid-copy")
+        # Verify: every row that is not missing now sits at its target key.
+        for name in tables:
+            table = src_schema.tables[name]
+            kcol = "rowid" if table.key == "rowid" else quote(table.key)
+            expected, found = dst_conn.execute(
+                f"SELECT count(*), sum(EXISTS (SELECT 1 FROM main.{quote(name)} d "
+                f"WHERE d.{kcol} = m.new_key)) FROM temp.mv m "
+                f"WHERE m.tbl = ? AND m.state IN ('copy', 'present')", (name,)).fetchone()
+            if (found or 0) != expected:
+                raise DataError(f"verification failed for {name}: {found} of {expected} rows "
+                                f"in {target}; nothing was deleted")
+        outcome.already_there = dst_conn.execute(
+            "SELECT count(*) FROM temp.mv WHERE state = 'present'").fetchone()[0]
+        outcome.missing = [tuple(r) for r in dst_conn.execute(
+            "SELECT tbl, key FROM temp.mv WHERE state = 'missing' ORDER BY seq")]
+        to_delete = [(r[0], r[1]) for r in dst_conn.execute(
+            "SELECT tbl, key FROM temp.mv WHERE state IN ('copy', 'present') ORDER BY seq")]
+        dst_conn.execute("COMMIT")
+        fault("after-copy-commit")
+        on_copied(outcome)
+        fault("after-copied-journal")
+        outcome.deleted = _delete(src_conn, src_schema, to_delete, progress)
+        src_conn.execute("COMMIT")
+        fault("after-delete-commit")
+        return outcome
+    except BaseException:
+        for conn in (dst_conn, src_conn):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        raise
+    finally:
+        dst_conn.close()
+        src_conn.close()
+
+
+def _delete(conn: sqlite3.Connection, schema: Schema, keys: list[tuple[str, Any]],
+            progress: Progress | None) -> int:
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS del (tbl TEXT, key)")
+    conn.execute("DELETE FROM temp.del")
+    conn.executemany("INSERT INTO temp.del VALUES (?, ?)", keys)
+    conn.execute("CREATE INDEX IF NOT EXISTS temp.del_key ON del(tbl, key)")
+    total = len(keys)
+    done = 0
+    if progress:
+        progress("delete", 0, total)
+    for table in reversed(schema.ordered()):
+        count = sum(1 for t, _ in keys if t == table.name)
+        if not count:
+            continue
+        kcol = "rowid" if table.key == "rowid" else quote(table.key)
+        with _bulk_fts_delete(conn, table) as handled:
+            cur = conn.execute(f"DELETE FROM main.{quote(table.name)} WHERE {kcol} IN "
+                               f"(SELECT key FROM temp.del WHERE tbl = ?)", (table.name,))
+            handled(cur.rowcount)
+        done += count
+        if progress:
+            progress("delete", done, total)
+        fault("mid-delete")
+    return done
+
+
+class _bulk_fts_delete:
+    """Delete `working_memory` full-text entries in one pass, not one scan per row.
+
+    Upstream's `wm_ad` trigger runs `DELETE FROM fts_working WHERE id = old.id`
+    for every deleted row, and `id` is an unindexed FTS column, so deleting N
+    rows costs N full scans of the index (hours for 100,000 rows).  Inside the
+    same transaction we drop that trigger, delete the entries with one scan,
+    and recreate the trigger from its stored SQL; other connections never see
+    the schema without it.
+    """
+
+    TRIGGER_BODY = "DELETE FROM fts_working WHERE id = old.id"
+
+    def __init__(self, conn: sqlite3.Connection, table: Table) -> None:
+        self.conn = conn
+        self.table = table
+        self.trigger: tuple[str, str] | None = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if self.table.name == "working_memory":
+            for name, sql in self.conn.execute(
+                    "SELECT name, sql FROM main.sqlite_master WHERE type='trigger' "
+                    "AND tbl_name='working_memory'"):
+                if "AFTER DELETE" in sql.upper() and self.TRIGGER_BODY in " ".join(sql.split()):
+                    self.trigger = (name, sql)
+        if self.trigger:
+            self.conn.execute(f"DROP TRIGGER main.{quote(self.trigger[0])}")
+        return lambda _count: None
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if not self.trigger:
+            return
+        if exc_type is None:
+            self.conn.execute(
+                "DELETE FROM main.fts_working WHERE rowid IN (SELECT rowid FROM main.fts_working "
+                "WHERE id IN (SELECT key FROM temp.del WHERE tbl = 'working_memory'))")
+        self.conn.execute(self.trigger[1])

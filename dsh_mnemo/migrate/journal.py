@@ -1,0 +1,208 @@
+"""The migration journal: one small header file per run, plus its row lists.
+
+`migrations/<id>.json` says what the run selected, which backups it took and
+how far each group (one source database -> one target database) got.
+`migrations/<id>.g<N>.rows.json` lists every row of a group with its key in
+the source and in the target, its owner namespace and the old and new values
+of every rewritten column; it is written (atomically) before the target is
+committed, so a crash can always be resumed or reverted from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..errors import DataError, RefusedError
+from ..fsutil import atomic_write_text
+
+JOURNAL_VERSION = 1
+
+# A journal row, stored as a list in this column order (compact for 100k rows).
+ROW_FIELDS = ("table", "key", "new_key", "owner",
+              "session_set", "old_session", "new_session",
+              "scope_set", "old_scope", "new_scope",
+              "channel_set", "old_channel", "new_channel")
+
+
+@dataclass
+class RowMove:
+    table: str
+    key: Any  # key in the database the row leaves
+    new_key: Any  # key in the database it enters
+    owner: str  # namespace the row belongs to (its session, or its memory's)
+    session_set: bool = False
+    old_session: Any = None
+    new_session: Any = None
+    scope_set: bool = False
+    old_scope: Any = None
+    new_scope: Any = None
+    channel_set: bool = False
+    old_channel: Any = None
+    new_channel: Any = None
+
+    def to_list(self) -> list[Any]:
+        return [getattr(self, f) for f in ROW_FIELDS]
+
+    @classmethod
+    def from_list(cls, values: list[Any]) -> RowMove:
+        data = dict(zip(ROW_FIELDS, values))
+        for flag in ("session_set", "scope_set", "channel_set"):
+            data[flag] = bool(data[flag])
+        return cls(**data)
+
+    def reversed(self) -> RowMove:
+        """The move that puts this row back exactly as it was."""
+        return RowMove(self.table, self.new_key, self.key, self.owner,
+                       self.session_set, self.new_session, self.old_session,
+                       self.scope_set, self.new_scope, self.old_scope,
+                       self.channel_set, self.new_channel, self.old_channel)
+
+
+@dataclass
+class Group:
+    index: int
+    source_db: str
+    target_db: str
+    target_bank: str
+    target_namespace: str | None
+    namespaces: dict[str, str]  # old session_id -> new session_id
+    scope_to: str | None = None
+    status: str = "planned"  # planned|copying|copied|done|reverting|reverted
+    rows_file: str | None = None
+    revert_file: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    missing: int = 0  # journaled rows found in neither database
+    revert_status: str | None = None
+    revert_missing: list[list[Any]] = field(default_factory=list)  # [table, key]
+
+
+@dataclass
+class Journal:
+    id: str
+    kind: str  # "migrate" | "adopt"
+    created_at: int
+    selection: dict[str, Any]
+    status: str = "planned"  # planned|running|done|reverting|reverted|restored
+    backups: list[dict[str, str]] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    finished_at: int | None = None
+    reverted_at: int | None = None
+    restored_at: int | None = None
+    version: int = JOURNAL_VERSION
+    base: Path | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def path(self) -> Path:
+        return journal_dir(self.base) / f"{self.id}.json"
+
+    def save(self) -> None:
+        data = asdict(self)
+        data.pop("base")
+        atomic_write_text(self.path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+    def rows_path(self, name: str) -> Path:
+        return journal_dir(self.base) / name
+
+    def write_rows(self, group: Group, rows: list[RowMove], *, revert: bool = False) -> None:
+        name = f"{self.id}.g{group.index}.{'revert' if revert else 'rows'}.json"
+        body = {"fields": list(ROW_FIELDS), "rows": [r.to_list() for r in rows]}
+        atomic_write_text(self.rows_path(name),
+                          json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n")
+        if revert:
+            group.revert_file = name
+        else:
+            group.rows_file = name
+
+    def read_rows(self, name: str) -> list[RowMove]:
+        try:
+            body = json.loads(self.rows_path(name).read_text(encoding="utf-8"))
+            return [RowMove.from_list(values) for values in body["rows"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"the journal rows file {self.rows_path(name)} is unreadable: {exc}",
+                            hint="Revert with --from-backup instead.") from None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "reverted", "restored")
+
+
+def journal_dir(base: Path | None = None) -> Path:
+    return paths.migrations_dir(base)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def create(kind: str, selection: dict[str, Any], base: Path | None = None) -> Journal:
+    journal = Journal(id=new_id(), kind=kind, created_at=now_ms(), selection=selection,
+                      base=base)
+    journal.save()
+    return journal
+
+
+def load(journal_id: str, base: Path | None = None) -> Journal:
+    if not journal_id or "/" in journal_id or journal_id.startswith("."):
+        raise RefusedError(f"{journal_id!r} is not a journal id")
+    path = journal_dir(base) / f"{journal_id}.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RefusedError(f"no migration journal {journal_id!r} in {journal_dir(base)}",
+                           hint="`mnemo migrate revert` without --journal takes the latest.")\
+            from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"the journal {path} is unreadable: {exc}") from None
+    try:
+        groups = [Group(**g) for g in raw.pop("groups", [])]
+        return Journal(**raw, groups=groups, base=base)
+    except TypeError as exc:
+        raise DataError(f"the journal {path} is not a mnemo journal: {exc}") from None
+
+
+def all_ids(base: Path | None = None) -> list[str]:
+    folder = journal_dir(base)
+    if not folder.is_dir():
+        return []
+    return sorted(p.name[:-len(".json")] for p in folder.iterdir()
+                  if p.name.endswith(".json") and ".g" not in p.name
+                  and not p.name.startswith("."))
+
+
+def unfinished(base: Path | None = None) -> list[Journal]:
+    """Journals a crash left behind (oldest first), to be completed."""
+    found = []
+    for journal_id in all_ids(base):
+        journal = load(journal_id, base)
+        if journal.status in ("planned", "running", "reverting"):
+            found.append(journal)
+    return found
+
+
+def latest_revertible(base: Path | None = None) -> Journal | None:
+    for journal_id in reversed(all_ids(base)):
+        journal = load(journal_id, base)
+        if journal.status not in ("reverted", "restored") and journal.groups:
+            return journal
+    return None
+
+
+def remove_stale_tmp(base: Path | None = None) -> None:
+    folder = journal_dir(base)
+    if folder.is_dir():
+        for p in folder.glob(".*.tmp"):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
