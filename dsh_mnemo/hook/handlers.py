@@ -1,0 +1,336 @@
+"""What `mnemo hook prompt|turn-end|session-end` do (SPEC 7 and 8).
+
+- prompt: record the user's message as the session's pending turn, recall
+  through the prefetch gate and answer with the fenced block (or the bind
+  hint in an unbound directory, or nothing), then store any older turn whose
+  turn end never came.
+- turn-end: store the pending turn (and the reply if `capture.roles` says
+  so); every `capture.consolidate_every` turns per namespace, consolidate it
+  if due.
+- session-end: store what is still pending; consolidate if the session
+  captured anything.
+
+Every function here may raise; `entry.run_hook` turns any failure into a log
+line and silence.  The answer is handed to `emit` as soon as it is known, so
+housekeeping after it can never delay or spoil the injection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import log
+from .events import CAN_INJECT, HookEvent, format_output, neutral_output
+from .spool import Spool, Turn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
+    from ..context import MemoryContext
+    from ..storage import Target
+
+ROLE_PREFIX = {"user": "[USER] ", "assistant": "[ASSISTANT] "}
+IMPORTANCE = {"user": 0.5, "assistant": 0.15}
+SOURCE = "conversation"
+MAX_QUERY_CHARS = 2000
+
+
+@dataclass
+class HookRun:
+    harness: str
+    kind: str
+    settings: Settings
+    base: Path
+    emit: Callable[[str], None]
+    notes: list[str] = field(default_factory=list)
+
+    def log(self, message: str, level: str = "error") -> None:
+        log.write(message, harness=self.harness, event=self.kind, level=level, base=self.base)
+
+
+# ─── Text preparation ──────────────────────────────────────────────────────
+
+def clean_text(run: HookRun, text: str | None) -> str:
+    """Injected context stripped and secrets scrubbed: safe to spool or store."""
+    if not text:
+        return ""
+    from ..scrub import scrub
+    from .strip import strip_injected
+
+    stripped = strip_injected(text)
+    if not stripped:
+        return ""
+    policy = run.settings["scrub.policy"]
+    result = scrub(stripped, policy)
+    if result.found and policy == "warn":
+        run.log(f"secrets stored as-is (scrub.policy: warn): {', '.join(sorted(set(result.findings)))}",
+                level="warning")
+    return result.text
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most `limit` Unicode code points (0 = unlimited)."""
+    return text if limit <= 0 or len(text) <= limit else text[:limit].rstrip()
+
+
+def prepare(run: HookRun, role: str, text: str) -> str:
+    limit = run.settings["capture.user_limit" if role == "user" else "capture.assistant_limit"]
+    body = truncate(clean_text(run, text), int(limit))
+    return f"{ROLE_PREFIX[role]}{body}" if body else ""
+
+
+def usable_cwd(run: HookRun, event: HookEvent) -> str | None:
+    """The event's directory if it can be resolved; otherwise log and give up."""
+    cwd = event.cwd
+    if not cwd:
+        run.log("no directory in the event or environment; nothing to do", level="info")
+        return None
+    if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        run.log(f"directory {cwd!r} ({event.cwd_source}) is not an existing absolute path; "
+                "no memory read or written", level="info")
+        return None
+    return cwd
+
+
+# ─── Prompt ────────────────────────────────────────────────────────────────
+
+def on_prompt(run: HookRun, event: HookEvent) -> None:
+    settings = run.settings
+    cwd = usable_cwd(run, event)
+    if cwd is None:
+        run.emit(neutral_output(run.harness, run.kind))
+        return
+    text = clean_text(run, event.prompt) if not event.continuation else ""
+    spool: Spool | None = None
+    displaced: list[Turn] = []
+    if text and settings["capture.enabled"]:
+        spool = Spool(run.base, run.harness, event.session_id, cwd)
+        try:
+            displaced = spool.add_prompt(text, cwd, event.session_id)
+        except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
+            run.log(f"spool: {log.describe(exc)}")
+    context_text = None
+    if run.harness in CAN_INJECT and not event.continuation:
+        context_text = build_context(run, cwd, event.session_id, text)
+    run.emit(format_output(run.harness, "prompt", context_text))
+    if spool is not None and displaced:
+        store_turns(run, spool, displaced, reply=None)
+
+
+def build_context(run: HookRun, cwd: str, session_id: str | None, query: str) -> str | None:
+    """The block to inject, the bind hint, or None."""
+    from ..context import REASON_UNBOUND, resolve_memory_context
+
+    settings = run.settings
+    ctx = resolve_memory_context(cwd, session_id, settings)
+    if not ctx.bound:
+        if (ctx.reason == REASON_UNBOUND and settings["hint.enabled"] and ctx.hint_root
+                and _bindable(ctx.hint_root)
+                and not _declined(ctx.hint_root, int(settings["hint.decline_days"]))):
+            from .inject import hint_line
+
+            return hint_line(ctx.hint_root)
+        return None
+    if not settings["prefetch.enabled"] or not query.strip():
+        return None
+    return recall_block(run, ctx, query)
+
+
+def _bindable(root: str) -> bool:
+    """`mnemo bind` refuses `$HOME` and `/`: never suggest it there."""
+    from .. import paths
+
+    path = Path(root)
+    return path.parent != path and path != paths.home_dir()
+
+
+def _declined(root: str, days: int) -> bool:
+    from ..index import Index
+    from ..workspace import declined_recently
+
+    return declined_recently(Index(), root, days)
+
+
+def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
+    from .. import storage
+    from . import gate
+    from .inject import Line, render_block
+
+    top_k = int(run.settings["prefetch.top_k"])
+    memories = storage.recall(ctx, query[:MAX_QUERY_CHARS], top_k=gate.overfetch(top_k),
+                              temporal_weight=gate.TEMPORAL_WEIGHT,
+                              temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS)
+    chosen = gate.select(memories, top_k)
+    if not chosen:
+        return None
+    lines = [Line(content=m.content, level=m.level, timestamp=m.timestamp) for m in chosen]
+    name = ctx.display_name or ("session" if ctx.mode == "session" else "workspace")
+    return render_block(lines, name, int(run.settings["prefetch.budget_chars"]))
+
+
+# ─── Capture ───────────────────────────────────────────────────────────────
+
+def _write_context(run: HookRun, cwd: str | None, session_id: str | None) -> MemoryContext | None:
+    from ..context import resolve_memory_context
+
+    if not cwd or not os.path.isdir(cwd):
+        return None
+    return resolve_memory_context(cwd, session_id, run.settings,
+                                  mode=run.settings.auto_write_scope)
+
+
+def _target(ctx: MemoryContext) -> Target | None:
+    from .. import storage
+    from ..errors import UnboundError
+
+    try:
+        return storage.write_target(ctx)
+    except UnboundError:
+        return None  # unbound directory (or no session id): nothing is captured there
+
+
+def already_stored(target: Target, content: str, base: Path) -> bool:
+    """Did a hook that died mid-write store this exact row already?"""
+    from .. import storage
+
+    conn = storage.connect_readonly(target.db_path(base))
+    if conn is None:
+        return False
+    try:
+        row = conn.execute("SELECT 1 FROM working_memory WHERE session_id = ? AND content = ? "
+                           "LIMIT 1", (target.namespace, content)).fetchone()
+        return row is not None
+    finally:
+        conn.close()
+
+
+def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None,
+              session_id: str | None, *, check_duplicate: bool = False) -> Target | None:
+    """Store one turn; the target written to, or None when nothing was stored."""
+    from .. import storage
+
+    ctx = _write_context(run, cwd, session_id)
+    target = _target(ctx) if ctx is not None else None
+    if target is None:
+        return None
+    roles = run.settings["capture.roles"]
+    wrote = False
+    for role, text in (("user", user), ("assistant", reply)):
+        if role not in roles or not text:
+            continue
+        content = prepare(run, role, text)
+        if not content:
+            continue
+        if check_duplicate and already_stored(target, content, run.base):
+            continue
+        result = storage.remember_at(target, content, source=SOURCE,
+                                     importance=IMPORTANCE[role], base=run.base)
+        if result.filtered:
+            run.log(f"{role} text rejected by Mnemosyne's write filter", level="info")
+        else:
+            wrote = True
+    return target if wrote else None
+
+
+def store_turns(run: HookRun, spool: Spool, turns: list[Turn], reply: str | None) -> int:
+    """Store claimed turns (the reply goes with the last one); returns turns stored."""
+    from ..errors import BusyError
+
+    stored: list[Turn] = []
+    failed: list[Turn] = []
+    targets: list[tuple[str, str]] = []
+    for position, turn in enumerate(turns):
+        answer = reply if position == len(turns) - 1 else None
+        try:
+            target = store_one(run, turn.text, answer, turn.cwd, turn.session_id,
+                               check_duplicate=turn.stale)
+        except BusyError as exc:
+            run.log(f"database busy, turn kept for later: {exc}")
+            failed.append(turn)
+            continue
+        except Exception as exc:  # noqa: BLE001 - keep the turn for a later try
+            run.log(f"capture: {log.describe(exc)}")
+            failed.append(turn)
+            continue
+        stored.append(turn)
+        if target is not None:
+            targets.append((target.bank, target.namespace))
+    spool.finish(stored, targets, failed)
+    for bank, namespace in targets:
+        count_turn(run, bank, namespace)
+    return len(targets)
+
+
+def count_turn(run: HookRun, bank: str, namespace: str) -> None:
+    """Every `capture.consolidate_every` captured turns of a namespace, consolidate if due."""
+    every = int(run.settings["capture.consolidate_every"])
+    if every <= 0:
+        return
+    from ..fsutil import file_lock
+
+    digest = hashlib.sha256(f"{bank}\0{namespace}".encode()).hexdigest()[:32]
+    folder = run.base / "hook-state"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"turns-{digest}.json"
+    with file_lock(folder / f"turns-{digest}.lock", timeout=1.0, what="turn counter lock"):
+        try:
+            count = int(json.loads(path.read_text(encoding="utf-8")).get("count", 0))
+        except (OSError, ValueError, AttributeError, TypeError):
+            count = 0
+        count += 1
+        due = count >= every
+        path.write_text(json.dumps({"count": 0 if due else count}), encoding="utf-8")
+    if due:
+        consolidate(run, bank, namespace)
+
+
+def consolidate(run: HookRun, bank: str, namespace: str) -> Any:
+    from ..consolidate import consolidate_if_due
+
+    return consolidate_if_due(bank, namespace, run.base)
+
+
+def on_turn_end(run: HookRun, event: HookEvent) -> None:
+    run.emit(neutral_output(run.harness, run.kind))  # nothing to say to the harness
+    if not run.settings["capture.enabled"]:
+        return
+    cwd = usable_cwd(run, event)
+    spool = Spool(run.base, run.harness, event.session_id, cwd or event.cwd)
+    turns = spool.take_all()
+    user = clean_text(run, event.user) if event.user else ""
+    if user and not any(t.text == user for t in turns):
+        # The event carries the user's message itself (generic, Gemini) and the
+        # prompt hook did not spool it: store it as its own turn.
+        turns.append(Turn(id="event", text=user, cwd=cwd, session_id=event.session_id, at=0))
+    reply = event.assistant if "assistant" in run.settings["capture.roles"] else None
+    if not turns and reply and cwd:
+        turns = [Turn(id="reply", text="", cwd=cwd, session_id=event.session_id, at=0)]
+    if turns:
+        store_turns(run, spool, turns, reply)
+
+
+def on_session_end(run: HookRun, event: HookEvent) -> None:
+    run.emit(neutral_output(run.harness, run.kind))
+    cwd = usable_cwd(run, event) or event.cwd
+    spool = Spool(run.base, run.harness, event.session_id, cwd)
+    if run.settings["capture.enabled"]:
+        turns = spool.take_all()
+        if turns:
+            store_turns(run, spool, turns, reply=None)
+    final = spool.end_session()
+    if final.captured:
+        for bank, namespace in final.targets:
+            consolidate(run, bank, namespace)
+    from .spool import sweep_locks
+
+    sweep_locks(run.base)
+
+
+HANDLERS: dict[str, Callable[[HookRun, HookEvent], None]] = {
+    "prompt": on_prompt, "turn-end": on_turn_end, "session-end": on_session_end,
+}

@@ -1,0 +1,221 @@
+"""The pending-turn spool: pairs a prompt with its turn end (SPEC 7).
+
+Most harnesses send the user's message only on the prompt event and the
+reply only on the turn-end event.  The prompt hook records the message as
+the session's pending turn; turn-end stores it.  A turn whose turn-end never
+came is stored by the session's next prompt or by session-end.
+
+One small JSON file per (harness, session) in `<data dir>/spool/`, changed
+only under a `flock` and replaced atomically.  "Never twice": a turn is
+*claimed* (with the claimer's pid) before it is written to the database and
+removed after; a claim left by a process that died mid-write is picked up
+again as `stale`, and the caller checks the database before storing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SPOOL_VERSION = 1
+MAX_TURNS = 32  # a session that never ends cannot grow its spool without bound
+STALE_CLAIM_MS = 120_000
+LOCK_TIMEOUT = 1.0
+FORGET_AFTER_MS = 14 * 86_400_000  # lock files of sessions silent this long are swept
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Turn:
+    id: str
+    text: str
+    cwd: str | None
+    session_id: str | None
+    at: int
+    claim_pid: int | None = None
+    claim_at: int | None = None
+    stale: bool = False  # set in memory only: a dead claimer may have stored it already
+
+    @classmethod
+    def from_json(cls, raw: object) -> Turn | None:
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return cls(id=str(raw["id"]), text=str(raw["text"]), cwd=raw.get("cwd"),
+                       session_id=raw.get("session_id"), at=int(raw.get("at") or 0),
+                       claim_pid=raw.get("claim_pid"), claim_at=raw.get("claim_at"))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data.pop("stale")
+        return data
+
+
+@dataclass
+class SpoolState:
+    turns: list[Turn] = field(default_factory=list)
+    captured: int = 0
+    targets: list[list[str]] = field(default_factory=list)  # [bank, namespace] written to
+    updated: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
+                "captured": self.captured, "targets": self.targets, "updated": self.updated}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+class Spool:
+    def __init__(self, base: Path, harness: str, session_id: str | None, cwd: str | None):
+        # Without a session id, turns pair by directory: the best key left.
+        who = session_id if session_id else f"cwd:{cwd or ''}"
+        digest = hashlib.sha256(f"{harness}\0{who}".encode("utf-8", "replace")).hexdigest()
+        self.dir = base / "spool"
+        self.path = self.dir / f"{digest[:40]}.json"
+        self.lock_path = self.dir / f"{digest[:40]}.lock"
+
+    def _load(self) -> SpoolState:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return SpoolState()
+        except (OSError, ValueError):
+            # A damaged spool is set aside, not trusted and not silently dropped.
+            with contextlib.suppress(OSError):
+                os.replace(self.path, self.path.with_suffix(f".corrupt-{now_ms()}"))
+            return SpoolState()
+        if not isinstance(raw, dict):
+            return SpoolState()
+        turns = [t for t in (Turn.from_json(x) for x in raw.get("turns") or []) if t]
+        targets = [list(map(str, t)) for t in raw.get("targets") or []
+                   if isinstance(t, list) and len(t) == 2]
+        captured = raw.get("captured")
+        return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
+                          targets=targets, updated=int(raw.get("updated") or 0))
+
+    def _save(self, state: SpoolState) -> None:
+        if not state.turns and not state.captured:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            return
+        state.updated = now_ms()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        # Rename is atomic; readers see the old or the new spool, never half.
+        tmp.write_text(json.dumps(state.to_json(), ensure_ascii=False), encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.path)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[SpoolState]:
+        from ..fsutil import file_lock
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.lock_path, timeout=LOCK_TIMEOUT, what="hook spool lock"):
+            state = self._load()
+            before = json.dumps(state.to_json(), sort_keys=True)
+            yield state
+            if json.dumps(state.to_json(), sort_keys=True) != before:
+                self._save(state)
+
+    def _claim_open_turns(self, state: SpoolState, *, exclude: str | None = None) -> list[Turn]:
+        """Claim every turn nobody is storing (and those whose claimer died)."""
+        now, pid = now_ms(), os.getpid()
+        claimed: list[Turn] = []
+        for turn in state.turns:
+            if turn.id == exclude:
+                continue
+            stale = False
+            if turn.claim_pid is not None:
+                alive = _pid_alive(int(turn.claim_pid))
+                if alive and now - int(turn.claim_at or 0) < STALE_CLAIM_MS:
+                    continue  # another hook is storing it right now
+                stale = True
+            turn.claim_pid, turn.claim_at, turn.stale = pid, now, stale
+            claimed.append(turn)
+        return claimed
+
+    def add_prompt(self, text: str, cwd: str | None, session_id: str | None) -> list[Turn]:
+        """Record `text` as the pending turn; return older turns now to be stored."""
+        with self.locked() as state:
+            open_turns = [t for t in state.turns if t.claim_pid is None]
+            if open_turns and open_turns[-1].text == text:
+                # The same prompt again (Qwen continuations, a retried hook): one turn.
+                return self._claim_open_turns(state, exclude=open_turns[-1].id)
+            to_store = self._claim_open_turns(state)
+            state.turns.append(Turn(id=secrets.token_hex(8), text=text, cwd=cwd,
+                                    session_id=session_id, at=now_ms()))
+            # Every older turn is claimed by now; trimming only forgets turns that
+            # their claimers are storing anyway.
+            state.turns = state.turns[-MAX_TURNS:]
+            return to_store
+
+    def take_all(self) -> list[Turn]:
+        """Claim every pending turn (turn-end, session-end)."""
+        with self.locked() as state:
+            return self._claim_open_turns(state)
+
+    def finish(self, stored: list[Turn], targets: list[tuple[str, str]],
+               failed: list[Turn] | None = None) -> None:
+        """Drop stored turns, count them, and release the claims of failed ones."""
+        done = {t.id for t in stored}
+        retry = {t.id for t in failed or []}
+        with self.locked() as state:
+            kept = []
+            for turn in state.turns:
+                if turn.id in done and turn.claim_pid == os.getpid():
+                    continue
+                if turn.id in retry and turn.claim_pid == os.getpid():
+                    turn.claim_pid = turn.claim_at = None
+                kept.append(turn)
+            state.turns = kept
+            state.captured += len(done)
+            for bank, namespace in targets:
+                if [bank, namespace] not in state.targets:
+                    state.targets.append([bank, namespace])
+
+    def end_session(self) -> SpoolState:
+        """The session's final state; the spool file is removed if nothing is left."""
+        with self.locked() as state:
+            final = SpoolState(turns=list(state.turns), captured=state.captured,
+                               targets=[list(t) for t in state.targets])
+            if not any(t.claim_pid is not None for t in state.turns):
+                state.turns = []
+                state.captured = 0
+                state.targets = []
+        return final
+
+
+def sweep_locks(base: Path, *, older_than_ms: int = FORGET_AFTER_MS) -> int:
+    """Remove lock files of sessions that left no spool and are long silent."""
+    removed = 0
+    folder = base / "spool"
+    if not folder.is_dir():
+        return 0
+    horizon = time.time() - older_than_ms / 1000
+    for child in folder.glob("*.lock"):
+        with contextlib.suppress(OSError):
+            if not child.with_suffix(".json").exists() and child.stat().st_mtime < horizon:
+                child.unlink()
+                removed += 1
+    return removed

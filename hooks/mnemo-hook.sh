@@ -1,0 +1,65 @@
+#!/bin/sh
+# mnemo hook wrapper: what every harness config calls.
+#
+#   mnemo-hook.sh EVENT HARNESS      (EVENT: prompt | turn-end | session-end)
+#
+# It passes the harness's event (stdin) to `mnemo hook EVENT --harness HARNESS`
+# and prints its answer.  It fails open: if mnemo is missing, crashes, or
+# hangs past the limit, the harness sees exit 0 and no output (Codex's Stop
+# hook gets the `{}` it requires).  `mnemo hooks install` writes a copy of
+# this file with the placeholders below filled in; the copy in the source
+# tree works as is when `mnemo` is on PATH.
+#
+# Environment: MNEMO_BIN (the mnemo executable), MNEMO_HOOK_WRAPPER_TIMEOUT
+# (seconds before the wrapper kills mnemo; mnemo's own deadline is shorter).
+
+event="${1:-}"
+harness="${2:-generic}"
+
+# Filled in by `mnemo hooks install` (left as is, they are ignored).
+installed_bin='@MNEMO_BIN@'
+installed_data_dir='@MNEMO_DATA_DIR@'
+installed_config='@MNEMO_CONFIG@'
+
+neutral() {
+    if [ "$harness" = "codex" ] && [ "$event" = "turn-end" ]; then
+        printf '{}\n'
+    fi
+    exit 0
+}
+
+case "$installed_data_dir" in
+    @*@ | "") ;;
+    *) MNEMO_DATA_DIR="${MNEMO_DATA_DIR:-$installed_data_dir}"; export MNEMO_DATA_DIR ;;
+esac
+case "$installed_config" in
+    @*@ | "") ;;
+    *) MNEMO_CONFIG="${MNEMO_CONFIG:-$installed_config}"; export MNEMO_CONFIG ;;
+esac
+
+mnemo_bin="${MNEMO_BIN:-}"
+if [ -z "$mnemo_bin" ]; then
+    case "$installed_bin" in
+        @*@ | "") mnemo_bin="$(command -v mnemo 2>/dev/null || true)" ;;
+        *) mnemo_bin="$installed_bin" ;;
+    esac
+fi
+if [ -z "$mnemo_bin" ] || [ ! -x "$mnemo_bin" ]; then
+    neutral
+fi
+
+limit="${MNEMO_HOOK_WRAPPER_TIMEOUT:-8}"
+if command -v timeout >/dev/null 2>&1; then
+    out="$(timeout -k 1 "$limit" "$mnemo_bin" hook "$event" --harness "$harness" 2>/dev/null)"
+    rc=$?
+else
+    out="$("$mnemo_bin" hook "$event" --harness "$harness" 2>/dev/null)"
+    rc=$?
+fi
+if [ "$rc" -ne 0 ]; then
+    neutral
+fi
+if [ -n "$out" ]; then
+    printf '%s\n' "$out"
+fi
+exit 0

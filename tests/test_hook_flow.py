@@ -1,0 +1,317 @@
+"""The hooks end to end in-process, against the real Mnemosyne storage."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dsh_mnemo import storage, workspace
+from dsh_mnemo.hook.inject import HINT_PREFIX, PREFACE
+from tests.hook_helpers import (
+    HARNESSES,
+    INJECTING,
+    all_rows,
+    injected_text,
+    log_text,
+    payload,
+    raw_bytes_of_databases,
+    run_inprocess,
+)
+
+DEPLOY = "We deploy with make release, never by hand on Fridays"
+QUESTION = "how do we deploy a release?"
+
+
+@pytest.fixture(autouse=True)
+def fresh_storage() -> None:
+    storage.reset_cache()
+    yield
+    storage.reset_cache()
+
+
+def configure(**values: object) -> None:
+    path = Path(os.environ["MNEMO_CONFIG"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree: dict[str, object] = {}
+    for dotted, value in values.items():
+        node = tree
+        *parents, leaf = dotted.split("__")
+        for part in parents:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        node[leaf] = value
+    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
+
+
+def turn(harness: str, repo: Path, prompt: str, reply: str = "Sure.", session: str = "s1") -> str:
+    """A full turn; returns what the prompt hook printed."""
+    out = run_inprocess("prompt", harness, payload(harness, "prompt", cwd=repo, session=session,
+                                                   prompt=prompt))
+    run_inprocess("turn-end", harness, payload(harness, "turn-end", cwd=repo, session=session,
+                                               prompt=prompt, reply=reply))
+    return out
+
+
+def user_rows(data_dir: Path) -> list[str]:
+    return [content for _, _, content in all_rows(data_dir, ("working_memory",))
+            if content.startswith("[USER]")]
+
+
+@pytest.fixture
+def repo(make_repo) -> Path:
+    path = make_repo("app")
+    workspace.bind(path)
+    return path
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_capture_then_recall_round_trip(harness: str, repo: Path, data_dir: Path) -> None:
+    first = turn(harness, repo, DEPLOY)
+    assert injected_text(harness, first) == "" if harness != "cursor" else first == ""
+    assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]
+    out = run_inprocess("prompt", harness, payload(harness, "prompt", cwd=repo, session="s2",
+                                                   prompt=QUESTION))
+    if harness == "cursor":
+        assert out == ""  # beforeSubmitPrompt cannot inject
+        return
+    context = injected_text(harness, out)
+    assert context.startswith('<memory-data source="mnemo" workspace="app">\n' + PREFACE)
+    assert "make release" in context and context.rstrip("\n").endswith("</memory-data>")
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_a_turn_is_stored_once_whatever_follows(harness: str, repo: Path,
+                                                data_dir: Path) -> None:
+    turn(harness, repo, DEPLOY)
+    run_inprocess("turn-end", harness, payload(harness, "turn-end", cwd=repo, session="s1",
+                                               prompt=DEPLOY, reply="again"))
+    run_inprocess("session-end", harness, payload(harness, "session-end", cwd=repo,
+                                                  session="s1"))
+    run_inprocess("session-end", harness, payload(harness, "session-end", cwd=repo,
+                                                  session="s1"))
+    assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]
+
+
+def test_pending_turn_is_stored_by_next_prompt_or_session_end(repo: Path,
+                                                              data_dir: Path) -> None:
+    def prompt(text: str, session: str) -> None:
+        run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                       session=session, prompt=text))
+
+    prompt("first message about the parser module", "a")
+    assert user_rows(data_dir) == []  # pending until its turn ends
+    prompt("second message about the lexer module", "a")
+    assert user_rows(data_dir) == ["[USER] first message about the parser module"]
+    run_inprocess("session-end", "claude-code",
+                  payload("claude-code", "session-end", cwd=repo, session="a"))
+    assert sorted(user_rows(data_dir)) == ["[USER] first message about the parser module",
+                                           "[USER] second message about the lexer module"]
+
+
+def test_qwen_continuations_capture_nothing_and_inject_nothing(repo: Path,
+                                                               data_dir: Path) -> None:
+    turn("qwen", repo, DEPLOY)
+    out = run_inprocess("prompt", "qwen", payload("qwen", "prompt-continuation", cwd=repo))
+    assert out == ""
+    run_inprocess("session-end", "qwen", payload("qwen", "session-end", cwd=repo))
+    assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]
+
+
+def test_assistant_reply_only_when_configured(repo: Path, data_dir: Path) -> None:
+    turn("claude-code", repo, DEPLOY, reply="Noted: make release.")
+    assert not [c for _, _, c in all_rows(data_dir) if c.startswith("[ASSISTANT]")]
+    configure(capture__roles=["user", "assistant"])
+    turn("claude-code", repo, "The staging database is called orchid", reply="Noted: orchid.",
+         session="s2")
+    rows = [c for _, _, c in all_rows(data_dir, ("working_memory",))
+            if c.startswith("[ASSISTANT]")]
+    assert rows == ["[ASSISTANT] Noted: orchid."]
+    # assistant rows are stored but never injected
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                         session="s3",
+                                                         prompt="what is noted about orchid"))
+    assert "[ASSISTANT]" not in out and "Noted: orchid" not in out
+
+
+def test_truncation_counts_code_points(repo: Path, data_dir: Path) -> None:
+    configure(capture__user_limit=20)
+    text = "é🚀" * 30 + " deploy"
+    turn("codex", repo, text)
+    (row,) = user_rows(data_dir)
+    assert row == "[USER] " + ("é🚀" * 10)
+
+
+def test_no_injection_across_workspaces(projects: Path, make_repo, data_dir: Path) -> None:
+    # Two repositories with the same folder name, in different places.
+    a = make_repo("one/app")
+    b = make_repo("two/app")
+    workspace.bind(a)
+    workspace.bind(b)
+    for _ in range(3):
+        turn("claude-code", a, DEPLOY + f" {_}", session=f"a{_}")
+    out_b = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=b,
+                                                           session="b1", prompt=QUESTION))
+    assert out_b == ""
+    out_a = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=a,
+                                                           session="a9", prompt=QUESTION))
+    assert "make release" in injected_text("claude-code", out_a)
+    namespaces = {sid for _, sid, _ in all_rows(data_dir)}
+    assert len(namespaces) == 1  # everything went to A's namespace only
+
+
+SECRET_PROMPT = ("deploy key is ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 and "
+                 "DB_PASSWORD=hunter2hunter2 plus AKIAIOSFODNN7EXAMPLE")
+SECRETS = ("ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "hunter2hunter2",
+           "AKIAIOSFODNN7EXAMPLE")
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "gemini", "generic"])
+def test_secrets_never_stored(harness: str, repo: Path, data_dir: Path) -> None:
+    configure(capture__roles=["user", "assistant"])
+    run_inprocess("prompt", harness, payload(harness, "prompt", cwd=repo, prompt=SECRET_PROMPT))
+    # the pending spool on disk is already scrubbed
+    run_inprocess("turn-end", harness, payload(harness, "turn-end", cwd=repo,
+                                               prompt=SECRET_PROMPT,
+                                               reply="I used sk-proj-AbCdEfGhIjKlMnOpQrSt1234"))
+    rows = [c for _, _, c in all_rows(data_dir)]
+    assert any("[REDACTED:" in c for c in rows)
+    blob = raw_bytes_of_databases(data_dir)
+    for secret in (*SECRETS, "sk-proj-AbCdEfGhIjKlMnOpQrSt1234"):
+        assert secret.encode() not in blob
+
+
+def test_secrets_stay_out_of_the_spool(repo: Path, data_dir: Path) -> None:
+    run_inprocess("prompt", "codex", payload("codex", "prompt", cwd=repo, prompt=SECRET_PROMPT))
+    spooled = b"".join(p.read_bytes() for p in (data_dir / "spool").glob("*.json"))
+    assert b"REDACTED" in spooled
+    for secret in SECRETS:
+        assert secret.encode() not in spooled
+
+
+def test_hint_in_unbound_repo_then_silent_after_decline(make_repo, data_dir: Path) -> None:
+    plain = make_repo("unbound")
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=plain,
+                                                         prompt=QUESTION))
+    hint = injected_text("claude-code", out)
+    assert hint.startswith(HINT_PREFIX) and "mnemo bind" in hint and "\n" not in hint
+    assert str(plain) in hint
+    run_inprocess("turn-end", "claude-code", payload("claude-code", "turn-end", cwd=plain))
+    assert all_rows(data_dir) == []  # unbound: nothing read, nothing written
+    workspace.decline(plain)
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=plain,
+                                                         session="s2", prompt=QUESTION))
+    assert out == ""
+    configure(hint__enabled=False)
+    other = make_repo("unbound2")
+    assert run_inprocess("prompt", "generic", {"cwd": str(other), "prompt": "x"}) == ""
+
+
+def test_hint_and_block_never_stored(repo: Path, data_dir: Path) -> None:
+    turn("claude-code", repo, DEPLOY)
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                         session="s2", prompt=QUESTION))
+    block = injected_text("claude-code", out)
+    # a harness (or DSH) that echoes the injected context back into the next event
+    echoed = f"{block}\n{HINT_PREFIX}no memory here, run mnemo bind\n" \
+             f"<system-reminder>be brief</system-reminder>\nand what about rollbacks?"
+    run_inprocess("turn-end", "generic", {"cwd": str(repo), "session_id": "g",
+                                          "user": echoed, "assistant": "ok"})
+    rows = user_rows(data_dir)
+    assert "[USER] and what about rollbacks?" in rows
+    assert not [r for r in rows if "memory-data" in r or HINT_PREFIX in r or "reminder" in r]
+
+
+@pytest.mark.parametrize("raw", [b"", b"garbage{{{", b"\xff\xfe\xfa\x00\x01", b"[]", b"null",
+                                 b'{"prompt": "\x00\x00\x00", "cwd": 7}'])
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "generic"])
+def test_bad_stdin_is_silent(raw: bytes, harness: str, data_dir: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # The process's directory is the last resort for a context: $HOME, never bindable.
+    monkeypatch.chdir(os.environ["HOME"])
+    for kind in ("prompt", "turn-end", "session-end"):
+        out = run_inprocess(kind, harness, raw)
+        assert out == ("{}\n" if (harness, kind) == ("codex", "turn-end") else "")
+
+
+def test_huge_stdin_is_refused_and_logged(repo: Path, data_dir: Path) -> None:
+    huge = json.dumps({"cwd": str(repo), "prompt": "x" * (9 * 1024 * 1024)})
+    assert run_inprocess("prompt", "claude-code", huge) == ""
+    assert "larger than" in log_text(data_dir)
+    assert all_rows(data_dir) == []
+
+
+def test_large_valid_prompt_is_truncated_not_refused(repo: Path, data_dir: Path) -> None:
+    text = "deploy " + "word " * 200_000
+    turn("claude-code", repo, text)
+    (row,) = user_rows(data_dir)
+    assert len(row) == len("[USER] ") + 500
+
+
+def test_nul_and_invalid_utf8_in_the_prompt(repo: Path, data_dir: Path) -> None:
+    raw = (b'{"session_id": "n", "cwd": "' + str(repo).encode() +
+           b'", "prompt": "caf\xe9 deploy\x00 script with make"}')
+    run_inprocess("prompt", "claude-code", raw)
+    run_inprocess("session-end", "claude-code", {"session_id": "n", "cwd": str(repo)})
+    (row,) = user_rows(data_dir)
+    assert "\x00" not in row and "deploy script with make" in row
+
+
+def test_missing_and_unusable_data_dir(repo: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = tmp_path / "not" / "yet" / "there"
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(fresh))
+    monkeypatch.setenv("MNEMOSYNE_DATA_DIR", str(fresh))
+    assert turn("claude-code", repo, DEPLOY) == ""
+    assert user_rows(fresh) == [f"[USER] {DEPLOY}"]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(blocker))
+    monkeypatch.setenv("MNEMOSYNE_DATA_DIR", str(blocker))
+    storage.reset_cache()
+    for harness in ("claude-code", "codex"):
+        for kind in ("prompt", "turn-end", "session-end"):
+            out = run_inprocess(kind, harness, payload(harness, kind, cwd=repo, prompt=QUESTION))
+            assert out in ("", "{}\n")
+
+
+def test_bad_config_fails_open(repo: Path, data_dir: Path) -> None:
+    Path(os.environ["MNEMO_CONFIG"]).parent.mkdir(parents=True, exist_ok=True)
+    Path(os.environ["MNEMO_CONFIG"]).write_text("prefetch: [not, a, mapping")
+    assert run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                          prompt=QUESTION)) == ""
+    assert run_inprocess("turn-end", "codex", payload("codex", "turn-end", cwd=repo)) == "{}\n"
+    assert "settings" in log_text(data_dir)
+
+
+def test_missing_event_directory_does_nothing(repo: Path, data_dir: Path) -> None:
+    gone = repo / "deleted-subdir"
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=gone,
+                                                         prompt=QUESTION))
+    assert out == ""
+    out = run_inprocess("prompt", "claude-code", {"cwd": "relative/path", "prompt": QUESTION})
+    assert out == ""
+
+
+def test_deadline_in_process_prints_nothing(repo: Path, data_dir: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    configure(hooks__deadline_seconds=0.2)
+    monkeypatch.setenv("MNEMO_HOOK_TEST_DELAY", "0.6")
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                         prompt=QUESTION))
+    assert out == ""
+    out = run_inprocess("turn-end", "codex", payload("codex", "turn-end", cwd=repo))
+    assert out == "{}\n"
+    assert "deadline" in log_text(data_dir)
+    import time
+
+    time.sleep(0.8)  # let the abandoned workers finish before the next test
+
+
+@pytest.mark.parametrize("harness", INJECTING)
+def test_nothing_to_inject_prints_nothing(harness: str, repo: Path) -> None:
+    out = run_inprocess("prompt", harness, payload(harness, "prompt", cwd=repo,
+                                                   prompt="completely unrelated words"))
+    assert out == ""
