@@ -1,9 +1,54 @@
-"""CLI commands of the `doctor` group (placeholder until its issue lands)."""
+"""`doctor`: check the installation and explain each problem with a fix."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from .. import doctor as core
+from .. import paths
+from ..config import Settings, apply_environment, load_settings
+from ..errors import ExitCode, MnemoError
+from .common import JsonOpt, emit_json, escape, exit_with, out, run
+
+_STYLE = {core.OK: "green", core.INFO: "cyan", core.WARN: "yellow", core.FAIL: "bold red",
+          core.UNKNOWN: "dim"}
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the app."""
+    app.command("doctor")(doctor)
+
+
+def doctor(path: Annotated[Path | None, typer.Argument(
+               help="Directory whose binding is checked (default: the current directory).",
+               show_default=False)] = None,
+           json: JsonOpt = False) -> None:
+    """Check mnemo's installation, data and hooks; say how to fix each problem.
+
+    Exits 8 when something needs action (a warning or a failure).
+    """
+    try:
+        loaded = load_settings()
+    except MnemoError:
+        # An invalid config file is one of the things doctor reports (so
+        # `settings()`, which would stop here, is not used); Mnemosyne's
+        # environment is prepared from the defaults meanwhile.
+        loaded = Settings()
+    apply_environment(loaded, paths.data_dir())
+    report = run(lambda: core.diagnose(cwd=path), json_errors=json)
+    if json:
+        emit_json("doctor", report)
+    else:
+        for check in report.checks:
+            style = _STYLE.get(check.status, "")
+            out.print(f"[{style}]{check.status:>7}[/]  [bold]{escape(check.name)}[/]: "
+                      f"{escape(check.summary)}")
+            if check.fix and check.status != core.OK:
+                out.print(f"         fix: {escape(check.fix)}")
+        counts = ", ".join(f"{n} {s}" for s, n in report.counts.items() if n)
+        verdict = "action needed" if report.needs_action else "all good"
+        out.print(f"\n{verdict} ({counts})")
+    if report.needs_action:
+        exit_with(ExitCode.PENDING)

@@ -1,0 +1,595 @@
+"""`mnemo doctor`: check an installation and say how to fix what is wrong.
+
+Every check is read-only.  The index is parsed, never moved aside; banks are
+opened through SQLite's `mode=ro` URI; Mnemosyne's memory module (which
+creates a database when imported) is located, never imported.  Each check
+yields a `Check` with a status:
+
+- `ok`: fine;  `info`: worth knowing, no action needed;
+- `warn`: something the user should act on;  `fail`: mnemo cannot work well;
+- `unknown`: this build cannot tell (e.g. the hook installer is missing).
+
+`warn` and `fail` mean "action needed": the CLI then exits with
+`ExitCode.PENDING`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .config import Settings, load_settings
+from .errors import MnemoError
+
+OK, INFO, WARN, FAIL, UNKNOWN = "ok", "info", "warn", "fail", "unknown"
+ACTION_STATUSES = (WARN, FAIL)
+
+# Harnesses `mnemo hooks install` knows; doctor asks the installer about each.
+try:
+    from .hook.events import HARNESSES
+except ImportError:  # a build without the hook package still gets a doctor
+    HARNESSES = ("claude-code", "codex", "gemini", "cursor", "qwen", "generic")
+
+# The range this release is tested against; the installed distribution's own
+# metadata wins when it is available (they are kept equal by a test).
+MNEMOSYNE_DISTRIBUTION = "mnemosyne-memory"
+MNEMOSYNE_RANGE = ">=3.15.1,<3.16"
+
+# Upstream deletes unconsolidated working-memory rows older than its TTL on
+# the next write to the session; rows past this share of it are "close".
+DEFAULT_TTL_HOURS = 168.0
+CLOSE_TO_TRIM_SHARE = 120.0 / 168.0
+
+HOOK_LOG_TAIL_LINES = 400
+HOOK_LOG_RECENT_DAYS = 7
+_FAILURE_WORDS = re.compile(
+    r"\b(error|errors|exception|traceback|failed|failure|timeout|timed out|deadline)\b",
+    re.IGNORECASE)
+# The hook log's lines start `<UTC time>Z <level> …` (dsh_mnemo.hook.log).
+_LOG_LINE = re.compile(r"^\[?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(Z|[+-]\d{2}:?\d{2})?\]?"
+                       r"(?:\s+([A-Za-z]+))?")
+_QUIET_LEVELS = ("info", "debug", "note")
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    summary: str
+    fix: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DoctorReport:
+    data_dir: str
+    config_path: str
+    cwd: str
+    needs_action: bool
+    checks: list[Check]
+    counts: dict[str, int]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        digits = re.match(r"\d+", piece)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def _satisfies(version: str, spec: str) -> bool:
+    """Check `version` against a comma-separated list of simple comparisons."""
+    have = _version_tuple(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        match = re.match(r"(>=|<=|==|!=|>|<|~=)\s*(.+)", clause)
+        if not match:
+            continue
+        op, want_text = match.groups()
+        want = _version_tuple(want_text)
+        width = max(len(have), len(want))
+        left = have + (0,) * (width - len(have))
+        right = want + (0,) * (width - len(want))
+        ok = {">=": left >= right, "<=": left <= right, "==": left == right,
+              "!=": left != right, ">": left > right, "<": left < right,
+              "~=": left >= right and left[:len(want) - 1] == right[:len(want) - 1]}[op]
+        if not ok:
+            return False
+    return True
+
+
+def pinned_range() -> str:
+    """The mnemosyne-memory range this mnemo declares in its metadata."""
+    try:
+        requires = importlib.metadata.requires("dsh-mnemo") or []
+    except importlib.metadata.PackageNotFoundError:
+        return MNEMOSYNE_RANGE
+    for requirement in requires:
+        match = re.match(r"\s*mnemosyne[-_]memory\s*([^;]*)", requirement, re.IGNORECASE)
+        if match and match.group(1).strip():
+            clauses = match.group(1).strip().strip("()").split(",")
+            # Lower bounds first: ">=3.15.1,<3.16" reads better than pip's order.
+            return ",".join(sorted((c.strip() for c in clauses),
+                                   key=lambda c: (not c.startswith(">"), c)))
+    return MNEMOSYNE_RANGE
+
+
+def open_readonly(db: Path) -> sqlite3.Connection:
+    """Open a SQLite file without any chance of creating or changing it."""
+    uri = "file:" + _uri_path(db) + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=2.0)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
+def _uri_path(db: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(db.absolute()), safe="/")
+
+
+def bank_files(base: Path) -> list[tuple[str, Path]]:
+    """Every bank database under the data dir: the default one, then named banks."""
+    found: list[tuple[str, Path]] = []
+    default = paths.default_db_path(base)
+    if default.is_file():
+        found.append(("default", default))
+    banks = paths.banks_dir(base)
+    if banks.is_dir():
+        for child in sorted(banks.iterdir()):
+            db = child / paths.DEFAULT_DB_FILE
+            if db.is_file():
+                found.append((child.name, db))
+    return found
+
+
+# ---------------------------------------------------------------- checks
+
+
+def check_config() -> tuple[Check, Settings]:
+    path = paths.config_path()
+    try:
+        loaded = load_settings(path)
+    except MnemoError as exc:
+        return (Check("config", FAIL, f"the config file is invalid: {exc.message}",
+                      fix=exc.hint or f"Fix or remove {path} (`mnemo config show` explains "
+                                      "every key).", details={"path": str(path)}),
+                Settings())
+    if loaded.source is None:
+        return Check("config", OK, "no config file: every setting has its default",
+                     details={"path": str(path)}), loaded
+    return Check("config", OK, f"{path} is valid (recall_mode {loaded.recall_mode}, "
+                 f"auto_write_scope {loaded.auto_write_scope})",
+                 details={"path": str(path)}), loaded
+
+
+def check_mnemosyne() -> Check:
+    wanted = pinned_range()
+    try:
+        version = importlib.metadata.version(MNEMOSYNE_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return Check("mnemosyne", FAIL, f"the {MNEMOSYNE_DISTRIBUTION} package is not installed",
+                     fix=f"Reinstall mnemo, or: pip install '{MNEMOSYNE_DISTRIBUTION}{wanted}' "
+                         "into mnemo's environment.", details={"required": wanted})
+    details: dict[str, Any] = {"version": version, "required": wanted}
+    try:
+        # The package itself is lazy; its memory module would create a
+        # database on import, so it is only located, not imported.
+        package = importlib.import_module("mnemosyne")
+        spec = importlib.util.find_spec("mnemosyne.core.memory")
+        details["location"] = str(Path(package.__file__ or "").parent)
+    except Exception as exc:  # a broken install can raise anything here
+        return Check("mnemosyne", FAIL, f"mnemosyne {version} is installed but cannot be "
+                     f"imported: {type(exc).__name__}: {exc}",
+                     fix=f"Reinstall it: pip install --force-reinstall "
+                         f"'{MNEMOSYNE_DISTRIBUTION}{wanted}'", details=details)
+    if spec is None:
+        return Check("mnemosyne", FAIL, "mnemosyne is installed without its core memory "
+                     "module", fix=f"Reinstall it: pip install --force-reinstall "
+                                   f"'{MNEMOSYNE_DISTRIBUTION}{wanted}'", details=details)
+    if not _satisfies(version, wanted):
+        return Check("mnemosyne", WARN, f"mnemosyne {version} is outside the tested range "
+                     f"{wanted}", fix=f"pip install '{MNEMOSYNE_DISTRIBUTION}{wanted}' into "
+                     "mnemo's environment (or upgrade mnemo).", details=details)
+    return Check("mnemosyne", OK, f"mnemosyne {version} (tested range {wanted})",
+                 details=details)
+
+
+def check_data_dir(base: Path) -> Check:
+    details = {"path": str(base)}
+    if base.exists() and not base.is_dir():
+        return Check("data-dir", FAIL, f"{base} exists but is not a directory",
+                     fix="Move that file away, or point MNEMO_DATA_DIR / --data-dir elsewhere.",
+                     details=details)
+    if not base.exists():
+        parent = base.parent
+        while not parent.exists() and parent.parent != parent:
+            parent = parent.parent
+        if os.access(parent, os.W_OK | os.X_OK):
+            return Check("data-dir", OK, f"{base} does not exist yet; it is created on first "
+                         "use", details=details)
+        return Check("data-dir", FAIL, f"{base} does not exist and {parent} is not writable",
+                     fix="Create it with the right owner, or set MNEMO_DATA_DIR to a "
+                         "writable place.", details=details)
+    # os.access is only a hint (ACLs, read-only mounts): really try a write.
+    probe = base / f".doctor-probe-{os.getpid()}"
+    try:
+        with open(probe, "x", encoding="utf-8") as handle:
+            handle.write("probe")
+        probe.unlink()
+    except OSError as exc:
+        return Check("data-dir", FAIL, f"{base} is not writable: {exc.strerror}",
+                     fix=f"Fix its permissions (chown/chmod {base}) or set MNEMO_DATA_DIR "
+                         "to a writable place.", details=details)
+    return Check("data-dir", OK, f"{base} is writable", details=details)
+
+
+def check_index(base: Path) -> Check:
+    from .index import Index
+
+    index = Index(base)
+    details: dict[str, Any] = {"path": str(index.path)}
+    leftovers = sorted(p.name for p in index.path.parent.glob(index.path.name + ".corrupt-*"))
+    if leftovers:
+        details["set_aside"] = leftovers
+    try:
+        data = index._read()  # parse only: unlike load(), never moves a corrupt file
+    except MnemoError as exc:
+        return Check("index", FAIL, exc.message, fix="Check the file's permissions.",
+                     details=details)
+    except Exception as exc:  # index._Corrupt and anything a bad file provokes
+        return Check("index", FAIL, f"{index.path} is corrupt: {exc}",
+                     fix="Run `mnemo workspaces`: it keeps the file aside and rebuilds the "
+                         "index from markers; `mnemo adopt` recovers orphaned namespaces.",
+                     details=details)
+    if data is None:
+        return Check("index", OK, "no index yet (nothing bound)", details=details)
+    details["workspaces"] = len(data.workspaces)
+    summary = f"{index.path.name} is valid: {len(data.workspaces)} workspace(s)"
+    if leftovers:
+        return Check("index", INFO, summary + f"; {len(leftovers)} corrupt copy(ies) kept "
+                     "aside", fix=f"Delete {leftovers[0]}… in {base} once you no longer need "
+                     "them.", details=details)
+    return Check("index", OK, summary, details=details)
+
+
+def check_bank(name: str, db: Path) -> Check:
+    details: dict[str, Any] = {"bank": name, "path": str(db)}
+    try:
+        conn = open_readonly(db)
+        try:
+            rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return Check(f"bank:{name}", FAIL, f"cannot check {db}: {exc}",
+                     fix="Check the file's permissions; if it is corrupt, restore a backup "
+                         "from backups/ in the data dir, or recover it with "
+                         "`sqlite3 <db> .recover`.", details=details)
+    if rows == ["ok"]:
+        return Check(f"bank:{name}", OK, "quick_check ok", details=details)
+    details["problems"] = rows[:20]
+    return Check(f"bank:{name}", FAIL, f"quick_check found {len(rows)} problem(s): {rows[0]}",
+                 fix="Stop the harnesses, copy the file aside, and recover it with "
+                     "`sqlite3 <db> .recover` or restore a backup from backups/.",
+                 details=details)
+
+
+def check_workspace(cwd: Path, settings: Settings, base: Path) -> Check:
+    """The binding of `cwd`, resolved from markers without writing anything.
+
+    `resolve_memory_context` would register the workspace (and recover a
+    corrupt index), so the lookup is redone here read-only.
+    """
+    from . import identity
+    from .index import Index
+
+    try:
+        location = identity.find_workspace(cwd)
+    except MnemoError as exc:
+        return Check("workspace", WARN, f"cannot resolve {cwd}: {exc.message}",
+                     fix=exc.hint or "Run doctor from (or give it) an existing directory.",
+                     details={"cwd": str(cwd)})
+    entry = None
+    if location.found:
+        key = identity.identity_key_for(location.workspace_uuid or "")
+        try:
+            data = Index(base)._read()
+        except Exception:  # reported by the index check
+            data = None
+        entry = data.active_for(key) if data else None
+        namespace = entry.namespace if entry else identity.namespace_for(key)
+        bank = entry.bank if entry else identity.bank_for(namespace)
+        name = entry.displayName if entry else Path(str(location.root)).name
+    details: dict[str, Any] = {
+        "cwd": str(cwd), "recall_mode": settings.recall_mode, "bound": location.found,
+        "root": str(location.root) if location.found else None,
+        "namespace": namespace if location.found else None,
+        "bank": bank if location.found else None,
+        "marker_problems": [{"path": p.path, "reason": p.reason} for p in location.problems]}
+    if location.problems:
+        first = location.problems[0]
+        return Check("workspace", WARN, f"invalid marker {first.path}: {first.reason}",
+                     fix="Fix or remove the file (mnemo never guesses at a marker), then run "
+                         "`mnemo bind` if this project should have a memory.", details=details)
+    if not location.found:
+        where = location.git_top or location.start
+        return Check("workspace", INFO, f"{cwd} is not bound: hooks here only suggest "
+                     "`mnemo bind`", fix=f"Run `mnemo bind {where}` to give this project a "
+                     "memory.", details=details)
+    via = f" (through the main work tree {location.via_worktree})" if location.via_worktree \
+        else ""
+    note = "" if paths.bank_db_path(bank, base).exists() else \
+        " (its bank is created on the first write)"
+    return Check("workspace", OK, f"bound to {name} at {location.root}{via}{note}",
+                 details=details)
+
+
+def _status_of(raw: Any) -> dict[str, Any]:
+    import dataclasses
+
+    if dataclasses.is_dataclass(raw) and not isinstance(raw, type):
+        return dataclasses.asdict(raw)
+    if isinstance(raw, dict):
+        return dict(raw)
+    return {k: v for k, v in vars(raw).items() if not k.startswith("_")} \
+        if hasattr(raw, "__dict__") else {"value": raw}
+
+
+def _command_program(command: str) -> str | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    # Skip `env VAR=x` style prefixes to reach the program itself.
+    while words and (words[0] == "env" or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0])):
+        words.pop(0)
+    return words[0] if words else None
+
+
+def program_exists(program: str) -> bool:
+    if "/" in program:
+        path = Path(os.path.expandvars(program)).expanduser()
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
+
+
+def check_hooks(base: Path | None = None) -> list[Check]:
+    try:
+        install = importlib.import_module("dsh_mnemo.hook.install")
+        harness_status = install.harness_status
+    except (ImportError, AttributeError):
+        return [Check("hooks", UNKNOWN, "this build cannot inspect harness hooks "
+                      "(dsh_mnemo.hook.install is missing)")]
+    checks = []
+    for harness in HARNESSES:
+        try:
+            try:
+                raw = harness_status(harness, project=None, base=base)
+            except TypeError:  # an installer without the data-dir parameter
+                raw = harness_status(harness, project=None)
+            status = _status_of(raw)
+        except Exception as exc:  # the installer must not break the whole report
+            checks.append(Check(f"hooks:{harness}", UNKNOWN,
+                                f"cannot inspect: {type(exc).__name__}: {exc}"))
+            continue
+        checks.append(hook_check(harness, status))
+    return checks
+
+
+def hook_check(harness: str, status: dict[str, Any]) -> Check:
+    """Judge one harness from the installer's status (a dict of its fields)."""
+    details = {k: (str(v) if isinstance(v, Path) else v) for k, v in status.items()
+               if isinstance(v, (str, int, float, bool, list, dict, Path, type(None)))}
+    name = f"hooks:{harness}"
+    fix = f"mnemo hooks install --harness {harness}"
+    problems = [str(p) for p in status.get("problems") or []]
+    commands = status.get("commands")
+    if commands is None:
+        commands = [status["command"]] if status.get("command") else []
+    if not status.get("installed"):
+        if commands:  # some of mnemo's entries are there, not all
+            return Check(name, WARN, "partly installed" + (f": {problems[0]}" if problems
+                                                           else ""),
+                         fix=fix + " (completes the entries)", details=details)
+        return Check(name, INFO, "no mnemo hooks installed", fix=fix, details=details)
+    missing = []
+    if status.get("mnemo_exists") is False or (status.get("wrapper_exists") is False
+                                               and status.get("wrapper_path")):
+        missing.append(status.get("mnemo_path") or status.get("wrapper_path") or "mnemo")
+    for command in commands:
+        program = _command_program(str(command))
+        if program and not program_exists(program):
+            missing.append(program)
+    if missing:
+        reason = problems[0] if problems else f"the hook runs {missing[0]}, which does not exist"
+        return Check(name, FAIL, f"installed, but {reason}",
+                     fix=fix + " (rewrites the hook to run this mnemo)", details=details)
+    if status.get("ok") is False or problems:
+        return Check(name, WARN, "installed, with a problem: " + (problems[0] if problems
+                                                                  else "see details"),
+                     fix=fix, details=details)
+    where = status.get("config_path") or status.get("wrapper_path") or ""
+    return Check(name, OK, f"installed{' in ' + str(where) if where else ''}",
+                 details=details)
+
+
+def check_hook_log(base: Path, now: float | None = None) -> Check:
+    log = paths.logs_dir(base) / "hook.log"
+    details: dict[str, Any] = {"path": str(log)}
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 256 * 1024))
+            tail = handle.read().decode("utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return Check("hook-log", OK, "no hook log (no hook has failed yet)", details=details)
+    except OSError as exc:
+        return Check("hook-log", WARN, f"cannot read {log}: {exc.strerror}",
+                     fix="Check its permissions.", details=details)
+    horizon = (now if now is not None else time.time()) - HOOK_LOG_RECENT_DAYS * 86400
+    failures = []
+    for line in tail[-HOOK_LOG_TAIL_LINES:]:
+        if not line.strip():
+            continue
+        parsed = _LOG_LINE.match(line)
+        if parsed:
+            if _logged_at(parsed.group(1), parsed.group(2)) < horizon:
+                continue
+            level = (parsed.group(3) or "").lower()
+            if level in _QUIET_LEVELS:
+                continue
+            if not level and not _FAILURE_WORDS.search(line):
+                continue
+        elif not _FAILURE_WORDS.search(line):
+            continue
+        failures.append(line.strip())
+    details["recent_failures"] = len(failures)
+    if not failures:
+        return Check("hook-log", OK, f"no failures in the last {HOOK_LOG_RECENT_DAYS} days",
+                     details=details)
+    details["last"] = failures[-1][:500]
+    return Check("hook-log", WARN, f"{len(failures)} recent hook failure(s); last: "
+                 f"{failures[-1][:200]}", fix=f"Read {log}; hooks fail open (your prompts are "
+                 "not blocked) but memory is not recalled or captured while they fail.",
+                 details=details)
+
+
+def _logged_at(stamp: str, zone: str | None) -> float:
+    text = stamp.replace(" ", "T")
+    if zone == "Z":
+        text += "+00:00"
+    elif zone:
+        text += zone if ":" in zone else zone[:3] + ":" + zone[3:]
+    try:
+        return datetime.fromisoformat(text).timestamp()  # naive: local time
+    except ValueError:
+        return float("inf")  # unparseable: treat as recent rather than hide it
+
+
+def find_schedule(home: Path | None = None) -> str | None:
+    """Where a `mnemo sleep` schedule is configured, if anywhere."""
+    home = home or paths.home_dir()
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    for unit_dir in (config_home / "systemd" / "user", home / ".config" / "systemd" / "user"):
+        timer = unit_dir / "mnemo-sleep.timer"
+        if timer.is_file():
+            return str(timer)
+    if shutil.which("crontab"):
+        try:
+            listing = subprocess.run(["crontab", "-l"], capture_output=True, text=True,
+                                     timeout=5, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        for line in listing.stdout.splitlines():
+            if not line.lstrip().startswith("#") and re.search(r"\bmnemo\b.*\bsleep\b",
+                                                               line):
+                return "crontab: " + line.strip()
+    return None
+
+
+def ttl_hours() -> float:
+    try:
+        return float(os.environ.get("MNEMOSYNE_WM_TTL_HOURS", "") or DEFAULT_TTL_HOURS)
+    except ValueError:
+        return DEFAULT_TTL_HOURS
+
+
+def rows_near_trim(db: Path, older_than_hours: float, now: datetime | None = None) -> int:
+    """Unconsolidated, unpinned working-memory rows older than the given age."""
+    cutoff = ((now or datetime.now()) - timedelta(hours=older_than_hours)).isoformat()
+    conn = open_readonly(db)
+    try:
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM working_memory WHERE timestamp < ? AND "
+                "consolidated_at IS NULL AND (pinned IS NULL OR pinned = 0)",
+                (cutoff,)).fetchone()
+        except sqlite3.OperationalError:
+            # Older schemas lack `pinned` or `consolidated_at`; without the
+            # latter nothing is consolidated at all.
+            try:
+                row = conn.execute("SELECT COUNT(*) FROM working_memory WHERE "
+                                   "timestamp < ? AND consolidated_at IS NULL",
+                                   (cutoff,)).fetchone()
+            except sqlite3.OperationalError:
+                row = conn.execute("SELECT COUNT(*) FROM working_memory WHERE timestamp < ?",
+                                   (cutoff,)).fetchone()
+        return int(row[0])
+    finally:
+        conn.close()
+
+
+def check_schedule(base: Path, banks: list[tuple[str, Path]],
+                   now: datetime | None = None) -> Check:
+    schedule = find_schedule()
+    ttl = ttl_hours()
+    close = ttl * CLOSE_TO_TRIM_SHARE
+    at_risk: dict[str, int] = {}
+    for name, db in banks:
+        try:
+            count = rows_near_trim(db, close, now)
+        except sqlite3.Error:
+            continue  # reported by the bank's own check
+        if count:
+            at_risk[name] = count
+    details: dict[str, Any] = {"schedule": schedule, "ttl_hours": ttl,
+                               "close_hours": round(close, 1), "rows_near_trim": at_risk}
+    total = sum(at_risk.values())
+    if total:
+        return Check("consolidation", WARN, f"{total} unconsolidated row(s) older than "
+                     f"{close:.0f} h (upstream deletes them after {ttl:.0f} h on the next "
+                     "write)", fix="Run `mnemo sleep --all` now" + (
+                         "" if schedule else ", and schedule it (see docs/scheduling.md)")
+                     + ".", details=details)
+    if schedule:
+        return Check("consolidation", OK, f"scheduled ({schedule}); no rows close to the trim",
+                     details=details)
+    return Check("consolidation", INFO, "no `mnemo sleep` schedule found (cron or systemd "
+                 "timer); hooks consolidate as they capture, and no rows are close to the "
+                 "trim", fix="Schedule `mnemo sleep --all` daily (see docs/scheduling.md).",
+                 details=details)
+
+
+# ---------------------------------------------------------------- report
+
+
+def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
+    """Run every check; never raises for a problem it is meant to report."""
+    base = base or paths.data_dir()
+    cwd = cwd or Path(os.getcwd())
+    config_check, settings = check_config()
+    checks = [config_check, check_mnemosyne(), check_data_dir(base), check_index(base)]
+    banks = bank_files(base)
+    checks.extend(check_bank(name, db) for name, db in banks)
+    if not banks:
+        checks.append(Check("banks", OK, "no databases yet (created on the first write)",
+                            details={"path": str(base)}))
+    checks.append(check_workspace(cwd, settings, base))
+    checks.extend(check_hooks(base))
+    checks.append(check_hook_log(base))
+    checks.append(check_schedule(base, banks))
+    counts = {s: sum(1 for c in checks if c.status == s) for s in (OK, INFO, WARN, FAIL,
+                                                                   UNKNOWN)}
+    return DoctorReport(data_dir=str(base), config_path=str(paths.config_path()),
+                        cwd=str(cwd), checks=checks, counts=counts,
+                        needs_action=any(c.status in ACTION_STATUSES for c in checks))

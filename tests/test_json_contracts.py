@@ -1,0 +1,161 @@
+"""Every `--json` output matches its documented, versioned shape in docs/json.md.
+
+Table-driven: to pin a new kind, document it in docs/json.md and add a
+`Case` to CASES (the command line, the directory it runs in, the exit codes
+it may end with).  The static tests below fail when a command emits a kind
+that is undocumented or never exercised here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dsh_mnemo.cli import app
+from dsh_mnemo.cli.common import JSON_SCHEMA_VERSION
+from tests.docs_helpers import (
+    ENVELOPE,
+    ROOT,
+    contract_problems,
+    parse_json_contracts,
+    parse_json_output,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    argv: tuple[str, ...]  # "{memory_id}" and "{repo}" are filled in from the World
+    cwd: str = "repo"  # "repo" (bound, one memory), "fresh" (a new git repo), "unbound", "tmp"
+    exit_codes: tuple[int, ...] = (0,)
+    label: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.label or " ".join(a for a in self.argv if a != "--json")
+
+
+CASES: tuple[Case, ...] = (
+    Case("error", ("config", "get", "no.such.key", "--json"), exit_codes=(3,)),
+    Case("error", ("forget", "not-a-memory-id", "--json"), exit_codes=(5,)),
+    Case("bind", ("bind", "--json"), cwd="fresh"),
+    Case("bind", ("bind", "--json"), label="bind already-bound"),
+    Case("bind", ("bind", "--decline", "--json"), cwd="fresh"),
+    Case("status", ("status", "--json")),
+    Case("status", ("status", "--json"), cwd="unbound", label="status unbound"),
+    Case("workspaces", ("workspaces", "--json")),
+    Case("remember", ("remember", "Releases are tagged vX.Y.Z", "--json")),
+    Case("remember", ("remember", "--scope", "global", "I prefer small commits", "--json")),
+    Case("recall", ("recall", "deploy", "--json")),
+    Case("forget", ("forget", "{memory_id}", "--json")),
+    Case("stats", ("stats", "--json")),
+    Case("stats", ("stats", "--all", "--json")),
+    Case("sleep", ("sleep", "--json")),
+    Case("sleep", ("sleep", "--all", "--dry-run", "--json")),
+    Case("doctor", ("doctor", "--json"), exit_codes=(0, 8)),
+    Case("doctor", ("doctor", "--json"), cwd="unbound", exit_codes=(0, 8),
+         label="doctor unbound"),
+    Case("config-show", ("config", "show", "--json")),
+    Case("config-get", ("config", "get", "prefetch.top_k", "--json")),
+    Case("config-set", ("config", "set", "capture.roles", "user,assistant", "--json")),
+    Case("config-unset", ("config", "unset", "prefetch.top_k", "--json")),
+    Case("config-path", ("config", "path", "--json")),
+)
+
+runner = CliRunner()
+
+
+@dataclass
+class World:
+    repo: Path
+    fresh: Path
+    unbound: Path
+    memory_id: str
+
+
+@pytest.fixture
+def world(make_repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> World:
+    repo = make_repo("bound")
+    monkeypatch.chdir(repo)
+    assert runner.invoke(app, ["bind"]).exit_code == 0
+    remembered = runner.invoke(app, ["remember", "We deploy with make release", "--json"])
+    assert remembered.exit_code == 0, remembered.output
+    memory_id = parse_json_output(remembered.stdout)["id"]
+    unbound = make_repo("unbound")
+    return World(repo=repo, fresh=make_repo("fresh"), unbound=unbound, memory_id=memory_id)
+
+
+@pytest.fixture(scope="module")
+def contracts() -> tuple[int, dict[str, dict[str, set[str]]]]:
+    return parse_json_contracts()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_json_output_matches_its_documented_contract(case: Case, world: World, contracts,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    version, kinds = contracts
+    assert case.kind in kinds, f"kind {case.kind!r} is not documented in docs/json.md"
+    where = {"repo": world.repo, "fresh": world.fresh, "unbound": world.unbound,
+             "tmp": tmp_path}[case.cwd]
+    monkeypatch.chdir(where)
+    argv = [a.format(memory_id=world.memory_id, repo=world.repo) for a in case.argv]
+    result = runner.invoke(app, argv)
+    assert result.exit_code in case.exit_codes, (result.exit_code, result.output)
+    document = parse_json_output(result.stdout)
+    assert document.get("kind") == case.kind
+    assert document.get("schema_version") == version == JSON_SCHEMA_VERSION
+    problems = contract_problems(document, kinds[case.kind], kinds[ENVELOPE])
+    assert not problems, f"`mnemo {' '.join(argv)}` breaks its contract: {problems}"
+    if case.kind == "error":
+        assert document["exit_code"] == result.exit_code
+
+
+def _emitted_kinds() -> set[str]:
+    kinds = {"error"}  # cli/common.fail
+    pattern = re.compile(r"""emit_json\(\s*["']([A-Za-z0-9_.-]+)["']""")
+    for source in (ROOT / "dsh_mnemo").rglob("*.py"):
+        kinds.update(pattern.findall(source.read_text(encoding="utf-8")))
+    return kinds
+
+
+def test_every_emitted_kind_is_documented(contracts) -> None:
+    _, kinds = contracts
+    undocumented = sorted(_emitted_kinds() - set(kinds))
+    assert not undocumented, f"document these kinds in docs/json.md: {undocumented}"
+
+
+def test_every_kind_is_exercised_by_a_case(contracts) -> None:
+    _, kinds = contracts
+    covered = {case.kind for case in CASES}
+    missing = sorted((_emitted_kinds() | set(kinds)) - covered - {ENVELOPE})
+    assert not missing, f"add a Case to tests/test_json_contracts.py for: {missing}"
+
+
+def test_documented_kinds_are_still_emitted(contracts) -> None:
+    _, kinds = contracts
+    stale = sorted(set(kinds) - _emitted_kinds() - {ENVELOPE})
+    assert not stale, f"docs/json.md documents kinds no command emits: {stale}"
+
+
+def test_the_contract_checker_catches_drift(contracts) -> None:
+    """The checker itself must fail on extra, missing and mistyped fields."""
+    _, kinds = contracts
+    good = {"schema_version": 1, "kind": "config-path", "path": "/x", "exists": True}
+    assert contract_problems(good, kinds["config-path"], kinds[ENVELOPE]) == []
+    extra = {**good, "surprise": 1}
+    missing = {k: v for k, v in good.items() if k != "exists"}
+    mistyped = {**good, "exists": "yes"}
+    for broken in (extra, missing, mistyped):
+        assert contract_problems(broken, kinds["config-path"], kinds[ENVELOPE])
+    nested = {"schema_version": 1, "kind": "doctor", "data_dir": "/d", "config_path": "/c",
+              "cwd": "/w", "needs_action": False,
+              "counts": {"ok": 1, "info": 0, "warn": 0, "fail": 0, "unknown": 0},
+              "checks": [{"name": "config", "status": "ok", "summary": "s", "fix": None,
+                          "details": {}, "extra": 1}]}
+    problems = contract_problems(nested, kinds["doctor"], kinds[ENVELOPE])
+    assert problems == ["undocumented field 'checks[].extra'"]
