@@ -83,7 +83,15 @@ def _upsert(data: IndexData, key: str, root: Path) -> WorkspaceEntry:
 
 
 def hint_root_for(location: identity.Location) -> Path:
-    """Where a bind hint points: the enclosing git work tree, else the directory."""
+    """Where `mnemo bind` (no path) binds, and so where the bind hint points.
+
+    The repository as a whole: its main work tree when this is a linked
+    worktree (so that every worktree shares the binding, as SPEC section 2
+    wants), else the top of the enclosing git work tree, else the directory.
+    """
+    main = location.main_worktree
+    if main is not None and main.is_dir() and main != paths.home_dir():
+        return main
     return location.git_top or location.start
 
 

@@ -167,6 +167,7 @@ class Location:
     workspace_uuid: str | None = None
     marker_path: Path | None = None
     via_worktree: Path | None = None  # main work tree whose marker was used
+    main_worktree: Path | None = None  # for a linked worktree: its main work tree
     git_top: Path | None = None  # top of the enclosing git work tree, if any
     stopped_at: str = "root"  # "marker" | "git-top" | "home" | "root"
     problems: list[MarkerProblem] = field(default_factory=list)
@@ -252,8 +253,10 @@ def find_workspace(start: Path) -> Location:
             location.stopped_at = "git-top"
             if git_entry.is_file():
                 main = _main_worktree(git_entry)
-                if main is not None and main != current and _check_marker(main, location):
-                    location.via_worktree = main
+                if main is not None and main != current:
+                    location.main_worktree = main
+                    if _check_marker(main, location):
+                        location.via_worktree = main
             return location
         current = current.parent
 

@@ -19,7 +19,9 @@ def data_dir() -> Path:
     """The data directory: `MNEMO_DATA_DIR`, else the platform's user data dir."""
     override = os.environ.get("MNEMO_DATA_DIR")
     if override:
-        return Path(override).expanduser()
+        # Absolute once, here: a relative override must not mean a different
+        # directory in every cwd a command or hook runs from.
+        return Path(override).expanduser().absolute()
     from platformdirs import user_data_path
 
     return user_data_path(APP_NAME, appauthor=False)
@@ -29,7 +31,7 @@ def config_path() -> Path:
     """The YAML settings file: `MNEMO_CONFIG`, else the platform's config dir."""
     override = os.environ.get("MNEMO_CONFIG")
     if override:
-        return Path(override).expanduser()
+        return Path(override).expanduser().absolute()
     from platformdirs import user_config_path
 
     return user_config_path(APP_NAME, appauthor=False) / "config.yaml"

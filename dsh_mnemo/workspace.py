@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import identity, paths
 from .config import Settings
-from .context import MemoryContext, resolve_memory_context
+from .context import MemoryContext, hint_root_for, resolve_memory_context
 from .errors import RefusedError
 from .index import DeclinedPath, Index, WorkspaceEntry, now_ms
 
@@ -29,10 +29,10 @@ class BindResult:
 def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     """Bind a directory to a new workspace, or report the one it already has.
 
-    With no `path`, the directory bound is the top of the git work tree
-    around the current directory (a repository is bound once, as a whole,
-    wherever in it the command runs; this is also where the bind hint and
-    `--decline` point), else the current directory itself.  An explicit
+    With no `path`, the directory bound is the repository around the
+    current directory (its main work tree from a linked worktree, else the
+    top of the git work tree; see `context.hint_root_for`, which the bind
+    hint and `--decline` use too), else the current directory itself.  An explicit
     `path` is bound as given, so a sub-project can have its own workspace.
 
     Idempotent: a directory inside a bound workspace reports it ("already
@@ -44,8 +44,8 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     location = identity.find_workspace(root)
     if not location.found:
         _refuse_broken_marker(location)
-        if path is None and location.git_top not in (None, root):
-            root = identity.check_bindable(location.git_top)  # type: ignore[arg-type]
+        if path is None and hint_root_for(location) != root:
+            root = identity.check_bindable(hint_root_for(location))
             location = identity.find_workspace(root)
     if not location.found:
         _refuse_broken_marker(location)
@@ -113,7 +113,7 @@ def decline(path: Path | None = None, *, index: Index | None = None) -> BindResu
     location = identity.find_workspace(start)
     if location.found:
         raise RefusedError(f"{location.root} is already bound; nothing to decline")
-    root = location.git_top or start
+    root = hint_root_for(location)  # the path the hint checks
     index = index or Index()
     stamp = now_ms()
     with index.transaction() as data:
@@ -191,6 +191,9 @@ class Orphan:
     rows: int
     first: str | None
     last: str | None
+    display_name: str | None = None  # from a set-aside index that named it
+    last_seen_path: str | None = None
+    command: str | None = None  # what recovers it (adopt) or finishes it (migrate)
 
 
 @dataclass
@@ -199,6 +202,7 @@ class WorkspacesReport:
     orphans: list[Orphan] = field(default_factory=list)
     suggestions: list[dict[str, object]] = field(default_factory=list)
     index_recovered_from: str | None = None
+    pending: list[Orphan] = field(default_factory=list)  # owned rows still in the default db
 
 
 def _entry_state(entry: WorkspaceEntry) -> str:
@@ -216,7 +220,11 @@ def _entry_state(entry: WorkspaceEntry) -> str:
     return "bound" if identity.identity_key_for(found) == entry.identityKey else "marker-mismatch"
 
 
-def list_workspaces(*, index: Index | None = None) -> WorkspacesReport:
+def list_workspaces(*, index: Index | None = None, cwd: Path | None = None
+                    ) -> WorkspacesReport:
+    """Index entries, orphans (rows without an entry), and, for `cwd`, suggestions."""
+    from . import orphans as orphan_scan
+
     index = index or Index()
     data = index.load()
     rows = [WorkspaceRow(
@@ -225,7 +233,11 @@ def list_workspaces(*, index: Index | None = None) -> WorkspacesReport:
         last_seen_path=e.lastSeenPath, bound_at=e.boundAt, superseded_by=e.supersededBy,
         state=_entry_state(e), db_exists=paths.bank_db_path(e.bank, index.base).exists())
         for e in data.workspaces]
-    return WorkspacesReport(workspaces=rows,
+    found = orphan_scan.find_orphans(index, data)
+    return WorkspacesReport(workspaces=rows, orphans=found,
+                            suggestions=(orphan_scan.suggestions(cwd, index, found, data)
+                                         if cwd is not None else []),
+                            pending=orphan_scan.pending_moves(index, data),
                             index_recovered_from=index.recovery.moved_to
                             if index.recovery else None)
 

@@ -38,6 +38,14 @@ def test_config_path_and_data_dir_follow_the_environment(isolated_env: Path) -> 
     assert paths.data_dir() == isolated_env / "data"
 
 
+def test_relative_overrides_become_absolute(isolated_env: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMO_DATA_DIR", "rel-data")
+    monkeypatch.setenv("MNEMO_CONFIG", "rel/config.yaml")
+    assert paths.data_dir() == isolated_env / "rel-data"
+    assert paths.config_path() == isolated_env / "rel" / "config.yaml"
+
+
 def test_platformdirs_defaults_when_no_override(monkeypatch: pytest.MonkeyPatch,
                                                 isolated_env: Path) -> None:
     monkeypatch.delenv("MNEMO_CONFIG")

@@ -12,8 +12,10 @@ from dsh_mnemo.context import resolve_memory_context
 from dsh_mnemo.errors import RefusedError
 from dsh_mnemo.index import Index
 from tests.foundation_helpers import (
+    commit_all,
     expected_bank,
     expected_namespace,
+    git,
     index_entries,
     marker_uuid,
     write_marker_file,
@@ -76,6 +78,16 @@ def test_unbound_never_falls_back_to_the_process_cwd(bound_repo: Path, unbound_r
     monkeypatch.chdir(bound_repo / "src")
     ctx = resolve_memory_context(unbound_repo, "sess-1", WORKSPACE)
     assert (ctx.bound, ctx.reason, ctx.namespace, ctx.bank) == (False, "unbound", None, None)
+
+
+def test_unbound_linked_worktree_hints_at_its_main_tree(make_repo, projects: Path) -> None:
+    main = make_repo("main")
+    commit_all(main)
+    linked = projects / "main-wt"
+    git(main, "worktree", "add", "-q", "-b", "wt", str(linked))
+    ctx = resolve_memory_context(linked, None, WORKSPACE)
+    assert (ctx.bound, ctx.reason) == (False, "unbound")
+    assert ctx.hint_root == str(main)
 
 
 def test_unbound_directory_outside_any_repository(projects: Path) -> None:

@@ -361,10 +361,11 @@ def test_linked_worktree_with_its_own_marker_uses_it(make_repo, projects: Path) 
 
 def test_linked_worktree_of_an_unbound_repository_is_unbound(make_repo,
                                                              projects: Path) -> None:
-    _, linked = _worktree_setup(make_repo, projects, marker=False)
+    main, linked = _worktree_setup(make_repo, projects, marker=False)
     location = find_workspace(linked)
     assert not location.found
     assert location.git_top == linked
+    assert location.main_worktree == main  # where a bind should go
 
 
 def test_linked_worktree_reports_a_broken_main_marker(make_repo, projects: Path) -> None:

@@ -130,6 +130,43 @@ def test_bind_in_a_linked_worktree_reports_the_main_workspace(make_repo,
     assert not (linked / MARKER).exists()
 
 
+def _unbound_worktree(make_repo, projects: Path) -> tuple[Path, Path]:
+    main = make_repo("main")
+    commit_all(main)
+    linked = projects / "main-wt"
+    git(main, "worktree", "add", "-q", "-b", "wt", str(linked))
+    (linked / "src").mkdir()
+    return main, linked
+
+
+def test_bind_without_a_path_in_a_linked_worktree_binds_the_main_tree(
+        make_repo, projects: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    main, linked = _unbound_worktree(make_repo, projects)
+    monkeypatch.chdir(linked / "src")
+    result = workspace.bind()
+    assert result.status == "bound"
+    assert result.root == str(main)
+    assert (main / MARKER).exists() and not (linked / MARKER).exists()
+    for where in (main, linked / "src"):
+        assert workspace.status(where, Settings()).namespace == result.namespace
+
+
+def test_bind_with_a_linked_worktree_path_binds_that_worktree(make_repo,
+                                                              projects: Path) -> None:
+    main, linked = _unbound_worktree(make_repo, projects)
+    result = workspace.bind(linked)
+    assert result.root == str(linked)
+    assert not (main / MARKER).exists()
+
+
+def test_decline_in_a_linked_worktree_is_about_the_main_tree(make_repo, projects: Path,
+                                                             data_dir: Path) -> None:
+    main, linked = _unbound_worktree(make_repo, projects)
+    result = workspace.decline(linked / "src")
+    assert result.root == str(main)
+    assert workspace.declined_recently(Index(), str(main), 30)
+
+
 def test_bind_in_a_nested_repository_makes_a_separate_workspace(make_repo) -> None:
     outer = make_repo("outer")
     outer_result = workspace.bind(outer)
