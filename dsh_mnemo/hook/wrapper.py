@@ -22,6 +22,9 @@ WRAPPER = r'''#!/bin/sh
 event="${1:-}"
 harness="${2:-generic}"
 
+# Nothing from this script or its children may reach the harness's stderr.
+exec 2>/dev/null
+
 # Filled in by `mnemo hooks install` (left as is, they are ignored).
 installed_bin='@MNEMO_BIN@'
 installed_data_dir='@MNEMO_DATA_DIR@'
