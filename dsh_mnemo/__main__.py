@@ -6,6 +6,7 @@ that never imports Typer or Rich.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 
@@ -30,10 +31,8 @@ def _tolerate_undecodable_paths() -> None:
     UTF-8 locale but C.UTF-8) then raises UnicodeEncodeError on the first one.
     """
     if getattr(sys.stdout, "errors", None) == "strict":
-        try:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
             sys.stdout.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            pass
 
 
 if __name__ == "__main__":

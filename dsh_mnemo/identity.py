@@ -8,6 +8,7 @@ identity is ever derived from a path or a git remote.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -145,10 +146,8 @@ def write_marker(root: Path, workspace_uuid: str) -> Path:
         raise RefusedError(f"cannot write {target}: {exc.strerror}",
                            hint="Check that the directory is writable.") from None
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
     return target
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from . import paths
 from .errors import DataError
-from .identity import bank_for, is_workspace_namespace
 from .fsutil import atomic_write_text, file_lock
+from .identity import bank_for, is_workspace_namespace
 
 INDEX_VERSION = 1
 

@@ -32,8 +32,9 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     With no `path`, the directory bound is the repository around the
     current directory (its main work tree from a linked worktree, else the
     top of the git work tree; see `context.hint_root_for`, which the bind
-    hint and `--decline` use too), else the current directory itself.  An explicit
-    `path` is bound as given, so a sub-project can have its own workspace.
+    hint and `--decline` use too), else the current directory itself.  An
+    explicit `path` is bound as given, so a sub-project can have its own
+    workspace.
 
     Idempotent: a directory inside a bound workspace reports it ("already
     bound") and adopts its marker into the index.  A broken marker on the
@@ -61,15 +62,13 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
                 raise
         else:
             try:
-                entry = _register(index, workspace_uuid, root)
+                entry = _register(index, workspace_uuid, root, clear_decline=True)
             except BaseException:
                 # Without its index entry the marker would still resolve (entries
                 # are re-created when a marker is seen), but a failed bind should
                 # leave the directory as it was.
                 marker.unlink(missing_ok=True)
                 raise
-            with index.transaction() as data:
-                data.declined = [d for d in data.declined if d.path != str(root)]
             return _result("bound", root, entry)
     assert location.root is not None
     entry = _register(index, location.workspace_uuid or "", location.root)
@@ -83,9 +82,12 @@ def _refuse_broken_marker(location: identity.Location) -> None:
         raise identity.MarkerError(Path(problem.path), problem.reason)
 
 
-def _register(index: Index, workspace_uuid: str, root: Path) -> WorkspaceEntry:
+def _register(index: Index, workspace_uuid: str, root: Path, *,
+              clear_decline: bool = False) -> WorkspaceEntry:
     key = identity.identity_key_for(workspace_uuid)
     with index.transaction() as data:
+        if clear_decline:
+            data.declined = [d for d in data.declined if d.path != str(root)]
         entry = data.active_for(key)
         if entry is None:
             namespace = identity.namespace_for(key)

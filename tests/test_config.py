@@ -290,8 +290,8 @@ def test_unset_value_refuses_to_create_an_illegal_combination(cfg: Path) -> None
 
 # --- Mnemosyne's environment ------------------------------------------------------------
 
-def test_apply_environment_points_mnemosyne_at_the_data_dir(cfg: Path, isolated_env: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_apply_environment_points_mnemosyne_at_the_data_dir(
+        cfg: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MNEMOSYNE_DATA_DIR")
     monkeypatch.setenv("MNEMOSYNE_LLM_ENABLED", "true")
     base = isolated_env / "elsewhere"

@@ -128,9 +128,9 @@ def test_two_binds_of_different_repositories_at_once(make_repo, data_dir: Path) 
     for round_ in range(3):
         repos = [make_repo(f"pair{round_}-{side}") for side in ("a", "b")]
         results = _start_together([(["bind", "--json"], repo) for repo in repos])
-        for code, out, err in results:
+        for code, _, err in results:
             assert code == 0, err
-        for repo, (_, out, _) in zip(repos, results):
+        for repo, (_, out, _) in zip(repos, results, strict=True):
             assert json.loads(out)["namespace"] == expected_namespace(marker_uuid(repo))
     entries = index_entries(data_dir)
     assert len(entries) == 6
@@ -141,7 +141,7 @@ def test_two_binds_of_the_same_repository_at_once_agree(make_repo, data_dir: Pat
     for round_ in range(3):
         repo = make_repo(f"same{round_}")
         results = _start_together([(["bind", "--json"], repo)] * 2)
-        for code, out, err in results:
+        for code, _, err in results:
             assert code == 0, err
         documents = [json.loads(out) for _, out, _ in results]
         assert sorted(d["status"] for d in documents) == ["already-bound", "bound"]

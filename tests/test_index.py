@@ -15,7 +15,7 @@ from dsh_mnemo import workspace
 from dsh_mnemo.config import Settings
 from dsh_mnemo.context import resolve_memory_context
 from dsh_mnemo.errors import BusyError, ExitCode
-from dsh_mnemo.fsutil import try_lock, release_lock
+from dsh_mnemo.fsutil import release_lock, try_lock
 from dsh_mnemo.index import Index, IndexData, WorkspaceEntry
 from tests.foundation_helpers import (
     expected_bank,
@@ -319,12 +319,12 @@ def test_concurrent_writers_lose_nothing(make_repo, isolated_env: Path,
     time.sleep(0.3)  # let every interpreter start and wait at the barrier
     go.touch()
     outputs = [proc.communicate(timeout=60) for proc in procs]
-    for proc, (stdout, stderr) in zip(procs, outputs):
+    for proc, (_, stderr) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, stderr
     raw = read_index(data_dir)  # valid JSON, or this raises
     keys = [e["identityKey"] for e in raw["workspaces"]]
     assert len(keys) == len(set(keys)) == writers * (rounds + 1)
-    for repo, (stdout, _) in zip(repos, outputs):
+    for repo, (stdout, _) in zip(repos, outputs, strict=True):
         workspace_uuid = marker_uuid(repo)
         assert stdout.strip() == expected_namespace(workspace_uuid)
         entry = index_entries(data_dir)["id:" + workspace_uuid]
