@@ -62,7 +62,7 @@ def plan(session: SessionOpt = None, legacy_dsh: LegacyOpt = False,
          default_to_global: GlobalOpt = False, to: ToOpt = None, check: CheckOpt = False,
          json: JsonOpt = False) -> None:
     """Show what would move, per namespace and table; writes nothing."""
-    settings()
+    settings(json_errors=json)
     selection = _selection(session, legacy_dsh, default_to_global, to)
     result = run(lambda: core.plan_migration(selection, index=Index()), json_errors=json)
     if json:
@@ -78,7 +78,7 @@ def run_cmd(session: SessionOpt = None, legacy_dsh: LegacyOpt = False,
             default_to_global: GlobalOpt = False, to: ToOpt = None, yes: YesOpt = False,
             json: JsonOpt = False) -> None:
     """Back up both databases, then move the rows (copy, verify, delete)."""
-    settings()
+    settings(json_errors=json)
     selection = _selection(session, legacy_dsh, default_to_global, to)
     if _interactive(json) and not yes:
         preview = run(lambda: core.plan_migration(selection, index=Index()))
@@ -118,7 +118,7 @@ def revert(journal: Annotated[str, typer.Option(
                "later changes to those databases).")] = False,
            yes: YesOpt = False, json: JsonOpt = False) -> None:
     """Move a migration's rows back, from its journal (or restore its backups)."""
-    settings()
+    settings(json_errors=json)
     if _interactive(json) and not yes:
         what = ("restore the backups of" if from_backup else "move back the rows of")
         warning = (" Changes made to those databases since then will be lost."

@@ -83,7 +83,8 @@ def status(path: PathArg = None,
 def workspaces(json: JsonOpt = False) -> None:
     """List known workspaces, orphaned namespaces and suggestions."""
     settings(json_errors=json)
-    report = run(lambda: core.list_workspaces(index=Index()), json_errors=json)
+    report = run(lambda: core.list_workspaces(index=Index(), cwd=Path.cwd()),
+                 json_errors=json)
     if json:
         emit_json("workspaces", report)
         return
@@ -92,17 +93,33 @@ def workspaces(json: JsonOpt = False) -> None:
     if report.index_recovered_from:
         err.print(f"[yellow]The index was corrupt; it was moved to "
                   f"{escape(report.index_recovered_from)} and rebuilt.[/]")
-    if not report.workspaces and not report.orphans:
+    if not report.workspaces and not report.orphans and not report.suggestions:
         out.print("No workspaces yet. Run `mnemo bind` in a project.")
         return
-    table = Table("name", "state", "path", "namespace", box=None)
-    for row in report.workspaces:
-        table.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
-                      row.namespace[:30] + "…")
-    out.print(table)
+    if report.workspaces:
+        table = Table("name", "state", "path", "namespace", box=None)
+        for row in report.workspaces:
+            table.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
+                          row.namespace[:30] + "…")
+        out.print(table)
     if report.orphans:
-        orphans = Table("orphan namespace", "where", "rows", "first", "last", box=None)
+        out.print("\n[bold]Orphans[/]: namespaces with rows but no workspace "
+                  "(recover with `mnemo adopt NAMESPACE PATH`)")
         for orphan in report.orphans:
-            orphans.add_row(orphan.namespace, orphan.where, str(orphan.rows),
-                            orphan.first or "-", orphan.last or "-")
-        out.print(orphans)
+            # One line per namespace: it is what the user copies into `adopt`.
+            out.print(f"  {orphan.namespace}")
+            seen = f", last seen at {escape(orphan.last_seen_path)}" \
+                if orphan.last_seen_path else ""
+            out.print(f"    {escape(orphan.where)}: {orphan.rows} memories, "
+                      f"{orphan.first or '-'} .. {orphan.last or '-'}{seen}")
+    if report.pending:
+        rows = sum(p.rows for p in report.pending)
+        out.print(f"\n{rows} memories of {len(report.pending)} workspace(s) still sit in the "
+                  "default database; `mnemo migrate` shows them, `mnemo migrate run` moves "
+                  "them.")
+    for item in report.suggestions:
+        out.print(f"\n[bold yellow]Candidate[/] for this directory ({item['kind']} "
+                  f"{escape(str(item.get('display_name') or item['namespace']))}, last seen at "
+                  f"{escape(str(item.get('last_seen_path') or '-'))}, {item['rows']} memories); "
+                  "never merged automatically. If it is this project:\n  "
+                  f"{escape(str(item['command']))}")

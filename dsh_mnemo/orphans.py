@@ -1,0 +1,160 @@
+"""Namespaces that hold rows but have no index entry, and candidates for a directory.
+
+The index is rebuildable, so the databases are the second source of truth
+(seed 000, review note H2): a workspace bank on disk that no entry names, or
+a `dsh_v2_workspace_*` namespace in the default database (written by the old
+DSH plugin) that no entry owns, is an *orphan*, recoverable with
+`mnemo adopt`.  A directory whose name matches an entry's or an orphan's last
+seen path gets that as a *suggestion*: shown with its row count, never merged
+automatically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import identity, paths
+from .index import Index, IndexData
+from .migrate.inventory import NamespaceStats, namespace_stats
+from .workspace import Orphan
+
+
+@dataclass
+class Hint:
+    """What a set-aside index file (or a DSH plugin's index) knew of a namespace."""
+
+    display_name: str | None
+    last_seen_path: str | None
+
+
+def _aside_hints(index: Index) -> dict[str, Hint]:
+    """Namespaces named in index files that were set aside as corrupt or foreign.
+
+    The DSH plugin's identity.json (no `bank` field) and a damaged one are
+    moved aside, not deleted; their entries still say where a namespace lived.
+    """
+    hints: dict[str, Hint] = {}
+    folder = index.path.parent
+    if not folder.is_dir():
+        return hints
+    for path in sorted(folder.glob(index.path.name + ".*")):
+        if path.name.endswith((".lock", ".tmp")):
+            continue
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        entries = raw.get("workspaces") if isinstance(raw, dict) else None
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("namespace"), str):
+                continue
+            last = entry.get("lastSeenPath") or entry.get("canonicalPath")
+            name = entry.get("displayName")
+            hints[entry["namespace"]] = Hint(name if isinstance(name, str) else None,
+                                             last if isinstance(last, str) else None)
+    return hints
+
+
+def _total(stats: dict[str, NamespaceStats]) -> tuple[int, str | None, str | None]:
+    rows = sum(s.rows for s in stats.values())
+    firsts = [s.first for s in stats.values() if s.first]
+    lasts = [s.last for s in stats.values() if s.last]
+    return rows, min(firsts, default=None), max(lasts, default=None)
+
+
+def find_orphans(index: Index, data: IndexData | None = None) -> list[Orphan]:
+    data = data or index.load()
+    base = index.base
+    known_namespaces = {e.namespace for e in data.workspaces}
+    known_banks = {e.bank for e in data.workspaces}
+    hints = _aside_hints(index)
+    found: list[Orphan] = []
+    banks = paths.banks_dir(base)
+    if banks.is_dir():
+        for folder in sorted(banks.iterdir()):
+            db = folder / paths.DEFAULT_DB_FILE
+            if (not folder.name.startswith(identity.BANK_PREFIX) or folder.name in known_banks
+                    or not db.exists()):
+                continue
+            stats = namespace_stats(db)
+            if not any(s.all_rows for s in stats.values()):
+                continue
+            owner = next((ns for ns in stats if identity.is_workspace_namespace(ns)
+                          and identity.bank_for(ns) == folder.name), None)
+            rows, first, last = _total(stats)
+            hint = hints.get(owner or "", Hint(None, None))
+            found.append(Orphan(
+                namespace=owner or folder.name, where=f"bank:{folder.name}", rows=rows,
+                first=first, last=last, display_name=hint.display_name,
+                last_seen_path=hint.last_seen_path,
+                command=(f"mnemo adopt {owner} PATH" if owner else None)))
+    for ns, s in sorted(namespace_stats(paths.default_db_path(base)).items()):
+        if identity.is_workspace_namespace(ns) and ns not in known_namespaces and s.all_rows:
+            hint = hints.get(ns, Hint(None, None))
+            found.append(Orphan(namespace=ns, where="default", rows=s.rows, first=s.first,
+                                last=s.last, display_name=hint.display_name,
+                                last_seen_path=hint.last_seen_path,
+                                command=f"mnemo adopt {ns} PATH"))
+    return found
+
+
+def pending_moves(index: Index, data: IndexData | None = None) -> list[Orphan]:
+    """Owned workspace namespaces whose rows still sit in the default database."""
+    data = data or index.load()
+    owned = {e.namespace for e in data.workspaces}
+    return [Orphan(namespace=ns, where="default", rows=s.rows, first=s.first, last=s.last,
+                   command="mnemo migrate run")
+            for ns, s in sorted(namespace_stats(paths.default_db_path(index.base)).items())
+            if ns in owned and s.all_rows]
+
+
+def workspace_rows(index: Index, namespace: str, bank: str) -> int:
+    """Memories of a workspace: its whole bank, plus its rows still in the default db."""
+    rows, _, _ = _total(namespace_stats(paths.bank_db_path(bank, index.base)))
+    default = namespace_stats(paths.default_db_path(index.base)).get(namespace)
+    return rows + (default.rows if default else 0)
+
+
+def suggestions(cwd: Path, index: Index, orphans: list[Orphan],
+                data: IndexData | None = None) -> list[dict[str, object]]:
+    """Entries and orphans whose last seen directory has this directory's name.
+
+    Offered only where they could help: an unbound directory, or one whose
+    workspace holds no memories yet (a lost marker replaced by a fresh bind).
+    """
+    data = data or index.load()
+    try:
+        location = identity.find_workspace(cwd)
+    except Exception:  # a vanished cwd gets no suggestions, not an error
+        return []
+    here = None
+    if location.found:
+        here = data.active_for(identity.identity_key_for(location.workspace_uuid or ""))
+        if here is not None and workspace_rows(index, here.namespace, here.bank):
+            return []
+    root = location.root or location.git_top or location.start
+    name = root.name
+    result: list[dict[str, object]] = []
+    for entry in data.workspaces:
+        if entry.supersededBy or (here is not None and entry.namespace == here.namespace):
+            continue
+        seen = {Path(p).name for p in (entry.lastSeenPath, entry.canonicalPath) if p}
+        if name not in seen or entry.lastSeenPath == str(root):
+            continue
+        result.append({
+            "kind": "workspace", "namespace": entry.namespace,
+            "display_name": entry.displayName, "last_seen_path": entry.lastSeenPath,
+            "rows": workspace_rows(index, entry.namespace, entry.bank),
+            "command": f"mnemo rebind {root} --from {entry.namespace}"})
+    for orphan in orphans:
+        if orphan.last_seen_path and Path(orphan.last_seen_path).name == name \
+                and identity.is_workspace_namespace(orphan.namespace):
+            result.append({
+                "kind": "orphan", "namespace": orphan.namespace,
+                "display_name": orphan.display_name, "last_seen_path": orphan.last_seen_path,
+                "rows": orphan.rows, "command": f"mnemo adopt {orphan.namespace} {root}"})
+    return result
