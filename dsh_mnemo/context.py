@@ -106,6 +106,9 @@ def resolve_memory_context(cwd: Path | str | None, session_id: str | None,
     written to the index (for read-only inspection).
     """
     mode = mode or settings.recall_mode
+    if mode not in ("workspace", "session"):
+        # A typo here would otherwise silently read or write workspace memory.
+        raise ValueError(f"unknown memory mode {mode!r}")
     if cwd is None or str(cwd) == "":
         cwd = os.getcwd()
     location = identity.find_workspace(Path(cwd))

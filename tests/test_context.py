@@ -149,6 +149,11 @@ def test_explicit_mode_overrides_the_recall_mode(bound_repo: Path) -> None:
     assert read.bank == write.bank
 
 
+def test_an_unknown_mode_is_a_programming_error(bound_repo: Path) -> None:
+    with pytest.raises(ValueError):
+        resolve_memory_context(bound_repo, "s1", WORKSPACE, mode="global")
+
+
 def test_register_false_writes_nothing(make_repo, data_dir: Path) -> None:
     repo = make_repo("copied")
     workspace_uuid = write_marker_file(repo)  # a marker the index has never seen
