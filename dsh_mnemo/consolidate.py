@@ -17,7 +17,7 @@ from typing import Any
 
 from . import paths, storage
 from .context import MemoryContext
-from .errors import BusyError
+from .errors import BusyError, MnemoError
 from .fsutil import file_lock, release_lock, try_lock
 
 
@@ -25,7 +25,7 @@ from .fsutil import file_lock, release_lock, try_lock
 class SleepResult:
     bank: str
     namespace: str
-    status: str  # "consolidated" | "no_op" | "dry_run" | "skipped-locked"
+    status: str  # "consolidated" | "no_op" | "dry_run" | "skipped-locked" | "error"
     due: int = 0
     items_consolidated: int = 0
     summaries_created: int = 0
@@ -115,13 +115,20 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
     """Every namespace of every bank that has due rows (`force`: any unconsolidated)."""
     banks = storage.bank_names(base)
     plan: list[tuple[storage.Target, int]] = []
+    failed: list[SleepResult] = []
     for bank in banks:
-        if force:
-            due = {s.namespace: s.working_unconsolidated
-                   for s in storage.namespace_stats(bank, base=base)
-                   if s.working_unconsolidated}
-        else:
-            due = storage.due_namespaces(bank, base)
+        try:
+            if force:
+                due = {s.namespace: s.working_unconsolidated
+                       for s in storage.namespace_stats(bank, base=base)
+                       if s.working_unconsolidated}
+            else:
+                due = storage.due_namespaces(bank, base)
+        except MnemoError as exc:
+            # One damaged bank must not stop cron from consolidating the others.
+            failed.append(SleepResult(bank=bank, namespace="", status="error",
+                                      detail={"error": exc.message}))
+            continue
         for namespace, count in sorted(due.items()):
             level = "global" if bank == paths.GLOBAL_BANK else "workspace"
             plan.append((storage.Target(bank=bank, namespace=namespace, level=level), count))
@@ -138,6 +145,11 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
         except BusyError:
             results.append(SleepResult(bank=target.bank, namespace=target.namespace,
                                        status="skipped-locked", due=count))
+        except MnemoError as exc:
+            results.append(SleepResult(bank=target.bank, namespace=target.namespace,
+                                       status="error", due=count,
+                                       detail={"error": exc.message}))
     if progress:
         progress(len(plan), len(plan), "done")
-    return SleepReport(dry_run=dry_run, force=force, results=results, banks_checked=len(banks))
+    return SleepReport(dry_run=dry_run, force=force, results=failed + results,
+                       banks_checked=len(banks))

@@ -19,6 +19,7 @@ it at mnemo's data dir.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -34,6 +35,12 @@ from .errors import BusyError, DataError, RefusedError, UnboundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mnemosyne.core.memory import Mnemosyne
+
+# Upstream logs expected events (e.g. "LLM summarization failed ... falling
+# back to AAAK" on every offline sleep) as warnings; with no handler they reach
+# stderr through logging's last resort, which cron would mail on every run.
+# A NullHandler keeps them quiet unless the application configures logging.
+logging.getLogger("mnemosyne").addHandler(logging.NullHandler())
 
 GLOBAL_SESSION = "global"
 LEVELS = ("session", "workspace", "global")

@@ -316,6 +316,24 @@ def test_sleep_all_dry_run_force_and_lock(two, make_repo, data_dir, loose):
     assert mnemo("sleep", "--all", cwd=loose).stdout.strip() == "Nothing due."
 
 
+def test_sleep_all_reports_a_damaged_bank_and_exits_non_zero(two, data_dir, loose):
+    a, _ = two
+    remember_id(a.path, "a memory in a healthy bank")
+    age_rows(a.db(data_dir), a.namespace, 100)
+    bad = paths.bank_db_path("ws-" + "e" * 48, data_dir)
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"garbage" * 1000)
+    result = mnemo("sleep", "--all", cwd=loose)
+    assert result.exit_code == ExitCode.DATA
+    assert "damaged" in result.stderr and "ws-" + "e" * 48 in result.stderr
+    assert "1 consolidated" in result.stdout
+    as_json = mnemo("sleep", "--all", "--force", "--json", cwd=loose)
+    assert as_json.exit_code == ExitCode.DATA
+    assert [r["status"] for r in doc(as_json)["results"]] == ["error"]
+    assert query(a.db(data_dir), "SELECT COUNT(*) FROM working_memory "
+                                 "WHERE consolidated_at IS NULL") == [(0,)]
+
+
 def test_sleep_sets_offline_mode_and_keeps_hermes_out_of_home(two, data_dir, isolated_env,
                                                               monkeypatch):
     import os

@@ -214,3 +214,21 @@ def test_a_backlog_larger_than_upstreams_batch_is_fully_consolidated(make_repo, 
     assert (status, items) == ("consolidated", 7)
     assert summaries == 3  # batches of 3 + 3 + 1
     assert consolidated_ids(a.db(data_dir)) == set(ids)
+
+
+def test_a_damaged_bank_is_reported_and_the_others_still_sleep(make_repo, data_dir):
+    prepare()
+    a = bind_repo(make_repo("alpha"))
+    ids = fill(a.path, 2)
+    age_rows(a.db(data_dir), a.namespace, DUE_HOURS)
+    bad = paths.bank_db_path("ws-" + "f" * 48, data_dir)
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"this is not a database" * 300)
+
+    report = consolidate.sleep_all()
+    by_bank = {r.bank: r for r in report.results}
+    assert by_bank["ws-" + "f" * 48].status == "error"
+    assert "damaged" in by_bank["ws-" + "f" * 48].detail["error"]
+    assert by_bank[a.bank].status == "consolidated"
+    assert consolidated_ids(a.db(data_dir)) == set(ids)
+    assert bad.read_bytes() == b"this is not a database" * 300

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from .. import memory as core
-from ..errors import RefusedError
-from .common import JsonOpt, emit_json, err, escape, out, run, settings
+from ..errors import ExitCode, RefusedError
+from .common import JsonOpt, emit_json, err, escape, exit_with, out, run, settings
 
 class Scope(str, Enum):
     session = "session"
@@ -163,14 +163,26 @@ def sleep(
     finally:
         if bar is not None:
             bar.stop()
+    failed = [r for r in report.results if r.status == "error"]
     if json:
         emit_json("sleep", report)
-        return
+    else:
+        _print_sleep(report)
+    if failed:
+        # Reported above; a non-zero exit lets cron and systemd flag the run.
+        exit_with(ExitCode.DATA)
+
+
+def _print_sleep(report) -> None:
     due = [r for r in report.results if r.status != "no_op" or r.due]
     if not due:
         out.print("Nothing due.")
         return
     for r in due:
+        if r.status == "error":
+            where = f"{r.bank} {r.namespace}".rstrip()
+            err.print(f"[bold red]mnemo:[/] {escape(where)}: {escape(str(r.detail.get('error')))}")
+            continue
         verb = {"dry_run": f"{r.due} due", "consolidated":
                 f"{r.items_consolidated} consolidated into {r.summaries_created} summaries",
                 "skipped-locked": "skipped (another process is consolidating it)",
