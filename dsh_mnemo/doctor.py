@@ -132,9 +132,19 @@ def pinned_range() -> str:
     return MNEMOSYNE_RANGE
 
 
-def open_readonly(db: Path) -> sqlite3.Connection:
-    """Open a SQLite file without any chance of creating or changing it."""
+def open_readonly(db: Path, *, trust_quiet: bool = True) -> sqlite3.Connection:
+    """Open a SQLite file without any chance of creating or changing it.
+
+    Even a `mode=ro` reader of a WAL database creates empty `-wal`/`-shm`
+    files beside it.  When there is no `-wal` file (no writer has the file
+    open, and nothing awaits a checkpoint) the file is opened `immutable`,
+    which creates nothing; a writer starting meanwhile could make such a
+    read inconsistent, so callers re-check a bad verdict with
+    `trust_quiet=False`.
+    """
     uri = "file:" + _uri_path(db) + "?mode=ro"
+    if trust_quiet and not Path(str(db) + "-wal").exists():
+        uri += "&immutable=1"
     conn = sqlite3.connect(uri, uri=True, timeout=2.0)
     conn.execute("PRAGMA query_only = 1")
     return conn
@@ -273,12 +283,21 @@ def check_index(base: Path) -> Check:
 
 def check_bank(name: str, db: Path) -> Check:
     details: dict[str, Any] = {"bank": name, "path": str(db)}
-    try:
-        conn = open_readonly(db)
+
+    def quick_check(trust_quiet: bool) -> list[str]:
+        conn = open_readonly(db, trust_quiet=trust_quiet)
         try:
-            rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+            return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
         finally:
             conn.close()
+
+    try:
+        try:
+            rows = quick_check(True)
+        except sqlite3.Error:
+            rows = []
+        if rows != ["ok"]:
+            rows = quick_check(False)  # confirm a bad verdict without `immutable`
     except sqlite3.Error as exc:
         return Check(f"bank:{name}", FAIL, f"cannot check {db}: {exc}",
                      fix="Check the file's permissions; if it is corrupt, restore a backup "

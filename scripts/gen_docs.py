@@ -144,7 +144,9 @@ class Param:
     required: bool
     default: str | None  # shown default, None when there is none to show
     envvar: str | None
-    values: str  # how to complete: "none" | "choice" | "file" | "dir" | "harness" | "key" | "key-value"
+    # How to complete the value: "none", "choice", "file", "dir", "harness",
+    # "key" (a config key) or "key-value" (a value of the config key before it).
+    values: str
     choices: list[str] = field(default_factory=list)
     variadic: bool = False
     range: str | None = None  # e.g. "1 to 100"
@@ -278,7 +280,8 @@ def _param(command_path: list[str], raw: Any) -> Param | None:
         bounds = f"at least {low}"
     elif high is not None:
         bounds = f"at most {high}"
-    return Param(range=bounds, name=name, kind=kind, opts=list(raw.opts) if kind == "option" else [],
+    return Param(range=bounds, name=name, kind=kind,
+                 opts=list(raw.opts) if kind == "option" else [],
                  secondary=list(getattr(raw, "secondary_opts", []) or []),
                  takes_value=kind == "option" and not is_flag,
                  metavar="" if is_flag else metavar, help=_clean(getattr(raw, "help", "")),
@@ -729,7 +732,8 @@ def render_bash(tree: Command) -> str:
            '    case "$1" in']
     for c in commands:
         if c.subcommands:
-            out.append(f'        "{c.key}") echo "{_sh_words([s.path[-1] for s in c.subcommands])}" ;;')
+            names = _sh_words([s.path[-1] for s in c.subcommands])
+            out.append(f'        "{c.key}") echo "{names}" ;;')
     out += ["    esac", "}", "", "_mnemo_options() {", '    case "$1" in']
     for c in commands:
         out.append(f'        "{c.key}") echo "{_sh_words(_all_option_spellings(c))}" ;;')
@@ -778,7 +782,9 @@ def render_bash(tree: Command) -> str:
             "    for ((i = 1; i < COMP_CWORD; i++)); do",
             '        word="${COMP_WORDS[i]}"',
             '        if [[ $word == -?* ]]; then',
-            '            if [[ $word != *=* && " $(_mnemo_value_options "$path") " == *" $word "* ]]; then',
+            '            if [[ $word != *=* && " $(_mnemo_value_options "$path") " == *" $word "* ]]; then',  # noqa: E501
+            "                # `--opt=value` arrives as three words when = is in COMP_WORDBREAKS.",
+            '                [[ ${COMP_WORDS[i+1]} == "=" ]] && ((i++))',
             "                if ((i + 1 == COMP_CWORD)); then",
             '                    _mnemo_reply "$(_mnemo_option_values "$path" "$word")" "$cur"',
             "                    return 0",
@@ -787,7 +793,7 @@ def render_bash(tree: Command) -> str:
             "            fi",
             "            continue",
             "        fi",
-            '        if ((${#args[@]} == 0)) && [[ " $(_mnemo_subcommands "$path") " == *" $word "* ]]; then',
+            '        if ((${#args[@]} == 0)) && [[ " $(_mnemo_subcommands "$path") " == *" $word "* ]]; then',  # noqa: E501
             '            path="${path:+$path }$word"',
             "        else",
             '            args+=("$word")',
@@ -802,7 +808,7 @@ def render_bash(tree: Command) -> str:
             '        _mnemo_reply "$list" "$cur"',
             "        return 0",
             "    fi",
-            '    _mnemo_reply "$(_mnemo_argument_values "$path" "${#args[@]}" "${args[0]}")" "$cur"',
+            '    _mnemo_reply "$(_mnemo_argument_values "$path" "${#args[@]}" "${args[0]}")" "$cur"',  # noqa: E501
             "}",
             "",
             "_mnemo_reply() {",
@@ -839,7 +845,8 @@ def render_zsh(tree: Command) -> str:
            '    case "$1" in']
     for c in commands:
         if c.subcommands:
-            out.append(f'        {q(c.key)}) reply=({described([(s.path[-1], s.short) for s in c.subcommands])}) ;;')
+            items = described([(s.path[-1], s.short) for s in c.subcommands])
+            out.append(f"        {q(c.key)}) reply=({items}) ;;")
     out += ["        *) reply=() ;;", "    esac", "}", "", "_mnemo_options() {",
             '    case "$1" in']
     for c in commands:
@@ -971,7 +978,7 @@ def render_fish(tree: Command) -> str:
             "        end",
             "        if string match -qr -- '^-.' $token",
             "            if not string match -q -- '*=*' $token",
-            "                and contains -- $token (__mnemo_value_options $path | string split ' ')",
+            "                and contains -- $token (__mnemo_value_options $path | string split ' ')",  # noqa: E501
             "                set skip 1",
             "            end",
             "            continue",

@@ -99,6 +99,8 @@ def test_bash_completes_values(tree, tmp_path: Path) -> None:
         ("mnemo", "config", "set", "capture.roles", "u"): ["user", "user,assistant"],
         ("mnemo", "config", "set", "prefetch.top_k", ""): [],
         ("mnemo", "--data-dir", "/tmp", "config", "un"): ["unset"],
+        ("mnemo", "--data-dir", "=", "/tmp", "config", "un"): ["unset"],
+        ("mnemo", "remember", "--scope", "=", "g"): ["global"],
         ("mnemo", "remember", "--scope", ""): ["global", "session", "workspace"],
         ("mnemo", "recall", "--top-k", "3", "--js"): ["--json"],
         ("mnemo", "bind", "some"): ["some-dir"],

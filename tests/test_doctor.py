@@ -79,7 +79,13 @@ def test_a_fresh_install_is_healthy_and_doctor_creates_nothing(data_dir: Path) -
 
 
 def test_a_bound_workspace_and_its_bank_check_out(make_repo, monkeypatch, data_dir) -> None:
-    repo = bound_repo_with_memory(make_repo, monkeypatch)
+    # Set up in a separate process: connections this process kept open could
+    # checkpoint a WAL at any moment and muddle the read-only comparison.
+    repo = make_repo("proj")
+    monkeypatch.chdir(repo)
+    for argv in (["bind"], ["remember", "We deploy with make release"]):
+        subprocess.run([mnemo_executable(), *argv], check=True, capture_output=True,
+                       timeout=60)
     before = snapshot(data_dir)
     code, report = run_doctor()
     assert code == 0, report
@@ -276,6 +282,29 @@ def test_hook_verdicts_from_installer_status() -> None:
         "problems": ["the hook command does not lead to an existing mnemo (/gone/mnemo)"]})
     assert pointing_nowhere.status == "fail"
     assert "/gone/mnemo" in pointing_nowhere.summary
+
+
+def test_installed_hooks_are_checked_against_the_mnemo_they_run(data_dir: Path) -> None:
+    installed = runner.invoke(app, ["hooks", "install", "--harness", "claude-code"])
+    assert installed.exit_code == 0, installed.output
+    code, report = run_doctor()
+    assert by_name(report)["hooks:claude-code"]["status"] == "ok"
+    assert by_name(report)["hooks:codex"]["status"] == "info"
+    # Break it the way a reinstall or a deleted virtualenv does: the entry now
+    # runs a program that is gone.
+    settings_file = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    text = settings_file.read_text(encoding="utf-8")
+    wrapper = str(data_dir / "hooks" / "mnemo-hook.sh")
+    assert wrapper in text
+    settings_file.write_text(text.replace(wrapper, "/nonexistent/venv/bin/mnemo-hook.sh"),
+                             encoding="utf-8")
+    code, report = run_doctor()
+    assert code == ExitCode.PENDING
+    check = by_name(report)["hooks:claude-code"]
+    assert check["status"] == "fail"
+    assert "mnemo hooks install --harness claude-code" in check["fix"]
+    people = runner.invoke(app, ["doctor"])
+    assert "hooks:claude-code" in people.stdout and "fix:" in people.stdout
 
 
 def test_every_harness_is_inspected_or_reported_unknown() -> None:

@@ -8,6 +8,7 @@ that is undocumented or never exercised here.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from tests.docs_helpers import (
 class Case:
     kind: str
     argv: tuple[str, ...]  # "{memory_id}" and "{repo}" are filled in from the World
-    cwd: str = "repo"  # "repo" (bound, one memory), "fresh" (a new git repo), "unbound", "tmp"
+    cwd: str = "tmp"  # "repo" (bound, one memory), "fresh"/"unbound" (new git repos), "tmp"
     exit_codes: tuple[int, ...] = (0,)
     label: str = ""
 
@@ -41,22 +42,23 @@ class Case:
 
 CASES: tuple[Case, ...] = (
     Case("error", ("config", "get", "no.such.key", "--json"), exit_codes=(3,)),
-    Case("error", ("forget", "not-a-memory-id", "--json"), exit_codes=(5,)),
+    Case("error", ("forget", "not-a-memory-id", "--json"), exit_codes=(5,), cwd="repo"),
     Case("bind", ("bind", "--json"), cwd="fresh"),
-    Case("bind", ("bind", "--json"), label="bind already-bound"),
+    Case("bind", ("bind", "--json"), label="bind already-bound", cwd="repo"),
     Case("bind", ("bind", "--decline", "--json"), cwd="fresh"),
-    Case("status", ("status", "--json")),
+    Case("status", ("status", "--json"), cwd="repo"),
     Case("status", ("status", "--json"), cwd="unbound", label="status unbound"),
-    Case("workspaces", ("workspaces", "--json")),
-    Case("remember", ("remember", "Releases are tagged vX.Y.Z", "--json")),
-    Case("remember", ("remember", "--scope", "global", "I prefer small commits", "--json")),
-    Case("recall", ("recall", "deploy", "--json")),
-    Case("forget", ("forget", "{memory_id}", "--json")),
-    Case("stats", ("stats", "--json")),
-    Case("stats", ("stats", "--all", "--json")),
-    Case("sleep", ("sleep", "--json")),
-    Case("sleep", ("sleep", "--all", "--dry-run", "--json")),
-    Case("doctor", ("doctor", "--json"), exit_codes=(0, 8)),
+    Case("workspaces", ("workspaces", "--json"), cwd="repo"),
+    Case("remember", ("remember", "Releases are tagged vX.Y.Z", "--json"), cwd="repo"),
+    Case("remember", ("remember", "--scope", "global", "I prefer small commits", "--json"),
+         cwd="repo"),
+    Case("recall", ("recall", "deploy", "--json"), cwd="repo"),
+    Case("forget", ("forget", "{memory_id}", "--json"), cwd="repo"),
+    Case("stats", ("stats", "--json"), cwd="repo"),
+    Case("stats", ("stats", "--all", "--json"), cwd="repo"),
+    Case("sleep", ("sleep", "--json"), cwd="repo"),
+    Case("sleep", ("sleep", "--all", "--dry-run", "--json"), cwd="repo"),
+    Case("doctor", ("doctor", "--json"), cwd="repo", exit_codes=(0, 8)),
     Case("doctor", ("doctor", "--json"), cwd="unbound", exit_codes=(0, 8),
          label="doctor unbound"),
     Case("config-show", ("config", "show", "--json")),
@@ -64,29 +66,54 @@ CASES: tuple[Case, ...] = (
     Case("config-set", ("config", "set", "capture.roles", "user,assistant", "--json")),
     Case("config-unset", ("config", "unset", "prefetch.top_k", "--json")),
     Case("config-path", ("config", "path", "--json")),
+    Case("hooks-install", ("hooks", "install", "--harness", "claude-code", "--json")),
+    Case("hooks-install", ("hooks", "install", "--harness", "generic", "--json")),
+    Case("hooks-status", ("hooks", "status", "--harness", "claude-code", "--json")),
+    Case("hooks-status", ("hooks", "status", "--harness", "generic", "--json")),
+    Case("hooks-uninstall", ("hooks", "uninstall", "--harness", "gemini", "--json")),
 )
 
 runner = CliRunner()
 
 
-@dataclass
 class World:
-    repo: Path
-    fresh: Path
-    unbound: Path
-    memory_id: str
+    """Directories for the cases, each made on first use (a bound repo costs a bind
+    and a remember, which most cases do not need)."""
+
+    def __init__(self, make_repo, tmp_path: Path) -> None:
+        self._make_repo = make_repo
+        self.tmp = tmp_path
+        self._repo: Path | None = None
+        self.memory_id = ""
+
+    @property
+    def repo(self) -> Path:
+        if self._repo is None:
+            repo = self._make_repo("bound")
+            previous = Path.cwd()
+            os.chdir(repo)
+            try:
+                assert runner.invoke(app, ["bind"]).exit_code == 0
+                remembered = runner.invoke(app, ["remember", "We deploy with make release",
+                                                 "--json"])
+            finally:
+                os.chdir(previous)
+            assert remembered.exit_code == 0, remembered.output
+            self.memory_id = parse_json_output(remembered.stdout)["id"]
+            self._repo = repo
+        return self._repo
+
+    def directory(self, name: str) -> Path:
+        if name == "repo":
+            return self.repo
+        if name == "tmp":
+            return self.tmp
+        return self._make_repo(name)  # "fresh", "unbound": a new, unbound git repo
 
 
 @pytest.fixture
-def world(make_repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> World:
-    repo = make_repo("bound")
-    monkeypatch.chdir(repo)
-    assert runner.invoke(app, ["bind"]).exit_code == 0
-    remembered = runner.invoke(app, ["remember", "We deploy with make release", "--json"])
-    assert remembered.exit_code == 0, remembered.output
-    memory_id = parse_json_output(remembered.stdout)["id"]
-    unbound = make_repo("unbound")
-    return World(repo=repo, fresh=make_repo("fresh"), unbound=unbound, memory_id=memory_id)
+def world(make_repo, tmp_path: Path) -> World:
+    return World(make_repo, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +127,8 @@ def test_json_output_matches_its_documented_contract(case: Case, world: World, c
                                                      tmp_path: Path) -> None:
     version, kinds = contracts
     assert case.kind in kinds, f"kind {case.kind!r} is not documented in docs/json.md"
-    where = {"repo": world.repo, "fresh": world.fresh, "unbound": world.unbound,
-             "tmp": tmp_path}[case.cwd]
-    monkeypatch.chdir(where)
-    argv = [a.format(memory_id=world.memory_id, repo=world.repo) for a in case.argv]
+    monkeypatch.chdir(world.directory(case.cwd))
+    argv = [a.format(memory_id=world.memory_id) for a in case.argv]
     result = runner.invoke(app, argv)
     assert result.exit_code in case.exit_codes, (result.exit_code, result.output)
     document = parse_json_output(result.stdout)

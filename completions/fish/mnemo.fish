@@ -4,7 +4,7 @@
 function __mnemo_subcommands
     switch $argv[1]
         case ''
-            echo bind status workspaces remember recall forget stats sleep hook doctor hooks migrate config
+            echo bind status workspaces adopt rebind remember recall forget stats sleep hook doctor hooks migrate config
         case 'hooks'
             echo install uninstall status
         case 'migrate'
@@ -20,6 +20,8 @@ function __mnemo_value_options
             echo --data-dir
         case 'status'
             echo --session
+        case 'rebind'
+            echo --from
         case 'remember'
             echo --scope --importance --source --session
         case 'recall'
@@ -103,6 +105,8 @@ complete -c mnemo -f
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'bind' -d 'Bind a repository (or a directory) to a workspace memory, once per repository.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'status' -d 'Show which memory this directory reads and writes.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'workspaces' -d 'List known workspaces, orphaned namespaces and suggestions.'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'adopt' -d 'Pin an orphan namespace to a directory, so its memories become that workspace\'s.'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'rebind' -d 'Point a directory at an existing workspace\'s memory (no data moves).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'remember' -d 'Store one memory in this workspace (or session, or global) memory.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'recall' -d 'Search this workspace\'s memory (and global memory).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'forget' -d 'Delete one memory of this workspace (or a global one).'
@@ -126,6 +130,14 @@ complete -c mnemo -n '__mnemo_in \'status\'' -s 'h' -l 'help' -d 'Show the help 
 complete -c mnemo -n '__mnemo_arg \'status\' 0' -F
 complete -c mnemo -n '__mnemo_in \'workspaces\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'workspaces\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'adopt\'' -l 'no-move' -d 'Only pin the namespace; leave rows of the default database for a later `mnemo migrate run`.'
+complete -c mnemo -n '__mnemo_in \'adopt\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'adopt\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_arg \'adopt\' 1' -F
+complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'from' -x -d 'The workspace whose memory this directory should use: its namespace, identity key (id:<uuid>) or last seen path.'
+complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'rebind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_arg \'rebind\' 0' -F
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'scope' -x -a 'session workspace global' -d 'Which memory receives it.'
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'importance' -x -d '0 to 1; higher surfaces first.'
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'source' -x -d 'Where the memory came from (e.g. user, fact, preference).'
