@@ -397,7 +397,8 @@ def environment(tree: Command) -> list[tuple[str, str]]:
 def roff_escape(text: str) -> str:
     text = text.replace("\\", "\\e")
     text = text.replace("-", "\\-")
-    return text
+    # Non-ASCII as named Unicode escapes: raw UTF-8 is not valid roff input.
+    return "".join(ch if ord(ch) < 128 else f"\\[u{ord(ch):04X}]" for ch in text)
 
 
 def roff_text(text: str) -> str:

@@ -19,7 +19,7 @@ REQUIRED_SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "GLOBAL OPTIONS", "COMMA
                      "CONFIGURATION", "EXAMPLES", "FILES", "ENVIRONMENT", "EXIT STATUS",
                      "SEE ALSO")
 ALLOWED_MACROS = {"TH", "SH", "SS", "TP", "PP", "RS", "RE", "nf", "fi", "B", "I", "br", "IP"}
-ALLOWED_ESCAPES = re.compile(r"\\(f[BIRP]|-|e|&|\(em|\(en|\")")
+ALLOWED_ESCAPES = re.compile(r"\\(f[BIRP]|-|e|&|\(em|\(en|\"|\[u[0-9A-F]{4,6}\])")
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,7 @@ def page() -> str:
 def plain(text: str) -> str:
     """Roff text as a reader sees it (fonts dropped, escapes resolved)."""
     text = re.sub(r"\\f[BIRP]", "", text)
+    text = re.sub(r"\\\[u([0-9A-F]+)\]", lambda m: chr(int(m.group(1), 16)), text)
     return text.replace("\\-", "-").replace("\\e", "\\").replace("\\&", "")
 
 
@@ -64,6 +65,8 @@ def test_roff_is_well_formed(page: str) -> None:
             problems.append(f"{number}: blank line")
         if line != line.rstrip():
             problems.append(f"{number}: trailing whitespace")
+        if any(ord(ch) > 127 for ch in line):
+            problems.append(f"{number}: raw non-ASCII character (use \\[uXXXX])")
         if line.startswith("'"):
             problems.append(f"{number}: text starts with the control character '")
         if line.startswith(".") and not line.startswith('.\\"'):
