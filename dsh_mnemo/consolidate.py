@@ -127,7 +127,7 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
         except MnemoError as exc:
             # One damaged bank must not stop cron from consolidating the others.
             failed.append(SleepResult(bank=bank, namespace="", status="error",
-                                      detail={"error": exc.message}))
+                                      detail={"error": exc.message, "hint": exc.hint}))
             continue
         for namespace, count in sorted(due.items()):
             level = "global" if bank == paths.GLOBAL_BANK else "workspace"
@@ -148,7 +148,7 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
         except MnemoError as exc:
             results.append(SleepResult(bank=target.bank, namespace=target.namespace,
                                        status="error", due=count,
-                                       detail={"error": exc.message}))
+                                       detail={"error": exc.message, "hint": exc.hint}))
     if progress:
         progress(len(plan), len(plan), "done")
     return SleepReport(dry_run=dry_run, force=force, results=failed + results,

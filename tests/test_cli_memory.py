@@ -326,6 +326,7 @@ def test_sleep_all_reports_a_damaged_bank_and_exits_non_zero(two, data_dir, loos
     result = mnemo("sleep", "--all", cwd=loose)
     assert result.exit_code == ExitCode.DATA
     assert "damaged" in result.stderr and "ws-" + "e" * 48 in result.stderr
+    assert "mnemo doctor" in result.stderr
     assert "1 consolidated" in result.stdout
     as_json = mnemo("sleep", "--all", "--force", "--json", cwd=loose)
     assert as_json.exit_code == ExitCode.DATA

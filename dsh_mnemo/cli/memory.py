@@ -182,6 +182,8 @@ def _print_sleep(report) -> None:
         if r.status == "error":
             where = f"{r.bank} {r.namespace}".rstrip()
             err.print(f"[bold red]mnemo:[/] {escape(where)}: {escape(str(r.detail.get('error')))}")
+            if r.detail.get("hint"):
+                err.print(f"  {escape(str(r.detail['hint']))}")
             continue
         verb = {"dry_run": f"{r.due} due", "consolidated":
                 f"{r.items_consolidated} consolidated into {r.summaries_created} summaries",
