@@ -595,7 +595,12 @@ def check_schedule(base: Path, banks: list[tuple[str, Path]],
 def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
     """Run every check; never raises for a problem it is meant to report."""
     base = base or paths.data_dir()
-    cwd = cwd or Path(os.getcwd())
+    gone = False
+    if cwd is None:
+        try:
+            cwd = Path(os.getcwd())
+        except OSError:  # the shell sits in a directory that was deleted
+            cwd, gone = Path(os.environ.get("PWD") or "."), True
     config_check, settings = check_config()
     checks = [config_check, check_mnemosyne(), check_data_dir(base), check_index(base)]
     banks = bank_files(base)
@@ -603,7 +608,12 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
     if not banks:
         checks.append(Check("banks", OK, "no databases yet (created on the first write)",
                             details={"path": str(base)}))
-    checks.append(check_workspace(cwd, settings, base))
+    if gone:
+        checks.append(Check("workspace", WARN, "the current directory no longer exists",
+                            fix="cd into your project (or pass it: `mnemo doctor PATH`).",
+                            details={"cwd": str(cwd)}))
+    else:
+        checks.append(check_workspace(cwd, settings, base))
     checks.extend(check_hooks(base))
     checks.append(check_hook_log(base))
     checks.append(check_schedule(base, banks))

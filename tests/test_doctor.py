@@ -188,6 +188,24 @@ def test_mnemosyne_outside_the_pinned_range_is_a_warning(monkeypatch) -> None:
     assert "pip install" in check.fix
 
 
+def test_a_missing_mnemosyne_package_fails_with_the_install_command(monkeypatch) -> None:
+    monkeypatch.setattr(doctor, "MNEMOSYNE_DISTRIBUTION", "mnemosyne-memory-not-installed")
+    check = doctor.check_mnemosyne()
+    assert check.status == "fail"
+    assert "not installed" in check.summary
+    assert "pip install" in check.fix and ">=3.15.1,<3.16" in check.fix
+
+
+def test_a_deleted_current_directory_is_reported(tmp_path: Path, monkeypatch) -> None:
+    doomed = tmp_path / "doomed"
+    doomed.mkdir()
+    monkeypatch.chdir(doomed)
+    doomed.rmdir()
+    code, report = run_doctor()
+    assert code == ExitCode.PENDING
+    assert by_name(report)["workspace"]["summary"] == "the current directory no longer exists"
+
+
 def test_the_pinned_range_is_the_one_the_package_declares() -> None:
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert '"mnemosyne-memory>=3.15.1,<3.16"' in pyproject
