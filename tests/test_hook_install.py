@@ -231,3 +231,13 @@ def test_cli_hook_command_is_listed_and_forwards(data_dir: Path) -> None:
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_every_harness_has_a_spec(harness: str) -> None:
     assert core.spec_for(harness).name == harness
+
+
+@pytest.mark.parametrize("harness", sorted(CONFIGS))
+def test_config_snippets_in_hooks_dir_match_what_install_writes(harness: str) -> None:
+    from tests.hook_helpers import REPO
+
+    document: dict = {}
+    core.add_ours(document, core.SPECS[harness], Path("/path/to/mnemo-hook.sh"), Path("x"))
+    snippet = json.loads((REPO / "hooks" / f"{harness}.json").read_text())
+    assert snippet == document

@@ -41,9 +41,14 @@ def hook(
     data dir).  The `generic` harness takes {"cwd", "session_id", "prompt"} or
     {"cwd", "session_id", "user", "assistant"} and prints plain text.
     """
+    import sys
+
     from ..hook.entry import run_hook
 
-    raise typer.Exit(run_hook([event, "--harness", harness]))
+    # `mnemo hook` normally never gets here (__main__ dispatches it before Typer
+    # loads); when it does, stay in-process: no os._exit under a caller.
+    raise typer.Exit(run_hook([event, "--harness", harness], stdin=sys.stdin,
+                              stdout=sys.stdout, hard_exit=False))
 
 
 @hooks_app.command("install")

@@ -22,6 +22,8 @@ from typing import IO, Any
 
 from . import log
 from .events import EVENTS, HARNESSES, neutral_output
+from . import speed
+from .speed import fast_yaml
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_DEADLINE = 2.0
@@ -122,6 +124,7 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
     started = time.monotonic()
     in_process = stdin is not None or stdout is not None
     hard_exit = (not in_process) if hard_exit is None else hard_exit
+    speed.ENABLED = hard_exit
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     if any(a in ("-h", "--help") for a in argv):
@@ -138,6 +141,8 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
         from ..config import apply_environment, load_settings
 
         base = paths.data_dir()
+        if paths.config_path().exists():
+            fast_yaml()
         settings = load_settings()
         apply_environment(settings, base)
         deadline = float(settings["hooks.deadline_seconds"])

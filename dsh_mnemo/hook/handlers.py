@@ -156,8 +156,18 @@ def _declined(root: str, days: int) -> bool:
     return declined_recently(Index(), root, days)
 
 
-def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
+def _storage() -> Any:
+    """The storage module, imported with YAML parsing sped up (Mnemosyne reads YAML)."""
+    from .speed import fast_yaml
+
+    fast_yaml()
     from .. import storage
+
+    return storage
+
+
+def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
+    storage = _storage()
     from . import gate
     from .inject import Line, render_block
 
@@ -212,7 +222,7 @@ def already_stored(target: Target, content: str, base: Path) -> bool:
 def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None,
               session_id: str | None, *, check_duplicate: bool = False) -> Target | None:
     """Store one turn; the target written to, or None when nothing was stored."""
-    from .. import storage
+    storage = _storage()
 
     ctx = _write_context(run, cwd, session_id)
     target = _target(ctx) if ctx is not None else None
