@@ -101,6 +101,7 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("HOME", "Your home directory: workspace discovery stops there and mnemo bind refuses "
      "it."),
     ("XDG_DATA_HOME", "Base of the default data directory (Linux)."),
+    ("PWD", "Read by mnemo doctor to name the current directory when it no longer exists."),
     ("XDG_CONFIG_HOME", "Base of the default config file and of systemd user units (Linux)."),
     ("MNEMOSYNE_DATA_DIR", "Set by mnemo to the data directory before Mnemosyne is loaded."),
     ("HERMES_HOME", "Set by mnemo to DATA/hermes-home, so Mnemosyne writes nothing under "

@@ -30,10 +30,13 @@ from tests.docs_helpers import (
 @dataclass(frozen=True)
 class Case:
     kind: str
-    argv: tuple[str, ...]  # "{memory_id}" and "{repo}" are filled in from the World
+    # "{memory_id}", "{repo}" and "{orphan}" are filled in from the World.
+    argv: tuple[str, ...]
     cwd: str = "tmp"  # "repo" (bound, one memory), "fresh"/"unbound" (new git repos), "tmp"
     exit_codes: tuple[int, ...] = (0,)
     label: str = ""
+    seed: str | None = None  # "legacy": DSH-era rows in the default database
+    before: tuple[tuple[str, ...], ...] = ()  # commands run first, in the same directory
 
     @property
     def id(self) -> str:
@@ -71,6 +74,15 @@ CASES: tuple[Case, ...] = (
     Case("hooks-status", ("hooks", "status", "--harness", "claude-code", "--json")),
     Case("hooks-status", ("hooks", "status", "--harness", "generic", "--json")),
     Case("hooks-uninstall", ("hooks", "uninstall", "--harness", "gemini", "--json")),
+    Case("migrate-plan", ("migrate", "plan", "--json"), cwd="repo"),
+    Case("migrate-plan", ("migrate", "plan", "--legacy-dsh", "--json"), cwd="repo",
+         seed="legacy", label="migrate plan --legacy-dsh (rows pending)"),
+    Case("migrate-run", ("migrate", "run", "--legacy-dsh", "--yes", "--json"), cwd="repo",
+         seed="legacy"),
+    Case("migrate-revert", ("migrate", "revert", "--yes", "--json"), cwd="repo",
+         seed="legacy", before=(("migrate", "run", "--legacy-dsh", "--yes"),)),
+    Case("adopt", ("adopt", "{orphan}", "--json"), cwd="fresh"),
+    Case("rebind", ("rebind", "--from", "{repo}", "--json"), cwd="fresh"),
 )
 
 runner = CliRunner()
@@ -80,11 +92,12 @@ class World:
     """Directories for the cases, each made on first use (a bound repo costs a bind
     and a remember, which most cases do not need)."""
 
-    def __init__(self, make_repo, tmp_path: Path) -> None:
+    def __init__(self, make_repo, tmp_path: Path, data: Path) -> None:
         self._make_repo = make_repo
         self.tmp = tmp_path
+        self.data = data
         self._repo: Path | None = None
-        self.memory_id = ""
+        self._memory_id = ""
 
     @property
     def repo(self) -> Path:
@@ -99,9 +112,36 @@ class World:
             finally:
                 os.chdir(previous)
             assert remembered.exit_code == 0, remembered.output
-            self.memory_id = parse_json_output(remembered.stdout)["id"]
+            self._memory_id = parse_json_output(remembered.stdout)["id"]
             self._repo = repo
         return self._repo
+
+    @property
+    def memory_id(self) -> str:
+        """The id of the memory the bound repo was given."""
+        self.repo  # noqa: B018 - creates the repo and its memory on first use
+        return self._memory_id
+
+    def seed_legacy(self) -> None:
+        """Rows the old DSH plugin wrote: a legacy `dsh_<sid>` session."""
+        from tests.migrate_helpers import write_rows
+
+        write_rows(self.data / "mnemosyne.db", "dsh_s1", "legacy", count=2, scratch=False)
+
+    @property
+    def orphan(self) -> str:
+        """A DSH-era workspace namespace with rows but no index entry."""
+        from tests.migrate_helpers import uuid_namespace, write_rows
+
+        namespace = uuid_namespace("11111111-1111-4111-8111-111111111111")
+        write_rows(self.data / "mnemosyne.db", namespace, "orphan", count=1, scratch=False)
+        return namespace
+
+    def __getitem__(self, placeholder: str) -> str:
+        """Values for `{…}` in a case's argv, made only when a case uses them."""
+        if placeholder == "repo":
+            return str(self.repo)
+        return str(getattr(self, placeholder))
 
     def directory(self, name: str) -> Path:
         if name == "repo":
@@ -112,8 +152,8 @@ class World:
 
 
 @pytest.fixture
-def world(make_repo, tmp_path: Path) -> World:
-    return World(make_repo, tmp_path)
+def world(make_repo, tmp_path: Path, data_dir: Path) -> World:
+    return World(make_repo, tmp_path, data_dir)
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +167,14 @@ def test_json_output_matches_its_documented_contract(case: Case, world: World, c
                                                      tmp_path: Path) -> None:
     version, kinds = contracts
     assert case.kind in kinds, f"kind {case.kind!r} is not documented in docs/json.md"
-    monkeypatch.chdir(world.directory(case.cwd))
-    argv = [a.format(memory_id=world.memory_id) for a in case.argv]
+    where = world.directory(case.cwd)
+    if case.seed == "legacy":
+        world.seed_legacy()
+    argv = [a.format_map(world) for a in case.argv]
+    monkeypatch.chdir(where)
+    for before in case.before:
+        prepared = runner.invoke(app, list(before))
+        assert prepared.exit_code == 0, prepared.output
     result = runner.invoke(app, argv)
     assert result.exit_code in case.exit_codes, (result.exit_code, result.output)
     document = parse_json_output(result.stdout)
