@@ -43,6 +43,7 @@ class Example:
 EXAMPLES: tuple[Example, ...] = (
     Example("mnemo bind", "Give the current repository a memory (writes .mnemosyne-id at its "
             "root; commit it to share the memory with every checkout)."),
+    Example("mnemo bind --decline", "Never mind: keep the bind hint quiet here for 30 days."),
     Example("mnemo status", "Show which memory this directory reads and writes."),
     Example("mnemo remember \"We deploy with make release, never by hand\"",
             "Store a memory in this workspace."),
@@ -54,9 +55,18 @@ EXAMPLES: tuple[Example, ...] = (
             "shows."),
     Example("mnemo hooks install --harness claude-code",
             "Register mnemo's hooks with a harness (backup first; idempotent)."),
+    Example("mnemo hooks status --harness claude-code",
+            "Check that the hooks are in place and run an existing mnemo."),
     Example("mnemo workspaces", "List bound workspaces and orphaned namespaces."),
-    Example("mnemo migrate plan", "Show which legacy rows a migration would move (changes "
-            "nothing)."),
+    Example("mnemo adopt NAMESPACE", "Pin an orphaned namespace that `mnemo workspaces` lists "
+            "to this directory, moving its rows into the workspace's bank."),
+    Example("mnemo rebind --from ~/old/checkout", "Point this directory at the memory of "
+            "another workspace (a lost marker, a moved project)."),
+    Example("mnemo migrate plan --legacy-dsh", "Show which rows of the old DSH plugin would "
+            "move into this workspace (changes nothing)."),
+    Example("mnemo migrate run --legacy-dsh", "Move them: backups first, then copy, verify, "
+            "delete; journaled."),
+    Example("mnemo migrate revert", "Undo the last migration from its journal."),
     Example("mnemo sleep --all", "Consolidate every namespace that is due; safe from cron."),
     Example("mnemo stats --json", "Count memories, as JSON for scripts."),
     Example("mnemo config set prefetch.top_k 3", "Inject at most three memories per prompt."),
@@ -521,9 +531,12 @@ def render_man(tree: Command) -> str:
         lines += [".PP", roff_text(example.doc), ".RS 4", ".nf",
                   "\\fB" + roff_escape(example.command) + "\\fR", ".fi", ".RE"]
     if find(tree, ["sleep"]) is not None:
-        lines += [".PP", roff_text("Consolidate every night at 03:17 from cron "
-                                   "(`crontab -e`):"),
-                  ".RS 4", ".nf", roff_escape("17 3 * * * mnemo sleep --all"), ".fi", ".RE"]
+        lines += [".PP", roff_text("Consolidate every six hours from cron (`crontab -e`; "
+                                   "cron's PATH is short, so give the path "
+                                   "`command -v mnemo` prints):"),
+                  ".RS 4", ".nf",
+                  roff_escape("17 */6 * * * /home/you/.local/bin/mnemo sleep --all"),
+                  ".fi", ".RE"]
     lines.append(".SH FILES")
     for path, doc in FILES:
         lines += [".TP", "\\fI" + roff_escape(path) + "\\fR", roff_text(doc)]
@@ -556,7 +569,11 @@ def render_cli_md(tree: Command) -> str:
            "[exit-codes.md](exit-codes.md).", "", "## Global options", "",
            "Given before the command: `mnemo [GLOBAL OPTIONS] COMMAND ...`.", ""]
     out += _md_params(tree)
-    out += ["## Commands", ""]
+    out += ["## Examples", "", "```sh"]
+    for example in EXAMPLES:
+        if example_parses(tree, example.command):
+            out += [f"# {example.doc.replace('`', '')}", example.command]
+    out += ["```", "", "## Commands", ""]
     for command in tree.walk():
         if command.path:
             indent = "  " * (len(command.path) - 1)
