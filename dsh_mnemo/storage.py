@@ -315,16 +315,50 @@ def _owned_ids(db_path: Path, namespace: str, ids: list[str], *,
     return owned
 
 
-def _recall_one(target: Target, query: str, fetch: int, base: Path | None,
-                **kwargs: Any) -> list[Memory]:
+# Upper bound of the deeper second look in a shared bank (upstream scores
+# up to three times as many full-text candidates).
+SHARED_BANK_MAX_FETCH = 3000
+
+
+def _other_rows(db_path: Path, namespace: str) -> tuple[int, int]:
+    """(rows of this bank, rows of other namespaces) over the working and episodic tiers."""
+    conn = connect_readonly(db_path)
+    if conn is None:
+        return 0, 0
+    try:
+        total = own = 0
+        for table in ("working_memory", "episodic_memory"):
+            total += _count(conn, f"SELECT COUNT(*) FROM {table}", ())
+            own += _count(conn, f"SELECT COUNT(*) FROM {table} WHERE session_id = ?",
+                          (namespace,))
+        return total, total - own
+    finally:
+        conn.close()
+
+
+def _recall_one(target: Target, query: str, fetch: int, base: Path | None, *,
+                want: int | None = None, **kwargs: Any) -> list[Memory]:
     db_path = target.db_path(base)
     if not db_path.exists():
         return []  # never create a bank just to read it
     memory = _open(target, base)
     with translate_sqlite_errors(db_path):
         rows = memory.recall(query, top_k=fetch, **kwargs)
-    owned = _owned_ids(db_path, target.namespace, [str(r.get("id")) for r in rows],
-                       allow_global=True)
+        owned = _owned_ids(db_path, target.namespace, [str(r.get("id")) for r in rows],
+                           allow_global=True)
+        if len(owned) < (want or fetch):
+            # A bank shared by several namespaces (a workspace and its sessions,
+            # or the default bank's unbound sessions) is subject to upstream's
+            # candidate starvation: its full-text stage keeps max(top_k*3, 50)
+            # candidates across every session before filtering.  When this
+            # namespace came back short, look again with enough candidates to
+            # cover the whole bank (bounded), so other namespaces cannot hide it.
+            total, others = _other_rows(db_path, target.namespace)
+            deeper = min(total // 3 + 1, SHARED_BANK_MAX_FETCH)
+            if others and deeper > fetch:
+                rows = memory.recall(query, top_k=deeper, **kwargs)
+                owned = _owned_ids(db_path, target.namespace,
+                                   [str(r.get("id")) for r in rows], allow_global=True)
     results = []
     for row in rows:
         memory_id = str(row.get("id"))
@@ -358,10 +392,11 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
     kwargs: dict[str, Any] = {"temporal_weight": temporal_weight}
     if temporal_halflife is not None:
         kwargs["temporal_halflife"] = temporal_halflife
-    merged = _recall_one(own, query, fetch, base, **kwargs)
+    merged = _recall_one(own, query, fetch, base, want=top_k, **kwargs)
     if own.bank != paths.GLOBAL_BANK:
         seen = {m.id for m in merged}
-        merged += [m for m in _recall_one(GLOBAL_TARGET, query, fetch, base, **kwargs)
+        merged += [m for m in _recall_one(GLOBAL_TARGET, query, fetch, base, want=top_k,
+                                          **kwargs)
                    if m.id not in seen]
     merged.sort(key=lambda m: m.score, reverse=True)
     return merged[:top_k]

@@ -189,6 +189,32 @@ def test_own_recall_survives_300_stronger_rows_in_another_workspace(make_repo):
     assert len(storage.recall(ctx_for(a.path), QUERY, top_k=5)) == 5
 
 
+def test_sessions_in_a_shared_bank_still_recall_their_own_rows(make_repo, projects):
+    """Sessions share a bank (their workspace's, or the default one when unbound):
+    120 stronger rows of another namespace in the same file must not hide theirs
+    (upstream alone keeps only 60 candidates at this top_k)."""
+    prepare()
+    a = bind_repo(make_repo("alpha"))
+    loose = projects / "loose"
+    loose.mkdir()
+    busy_ws = storage.write_target(ctx_for(a.path))
+    busy_session = storage.write_target(ctx_for(loose, session="busy", mode="session"),
+                                        "session")
+    for i in range(120):
+        storage.remember_at(busy_ws, STRONG.format(i=i))
+        storage.remember_at(busy_session, STRONG.format(i=i))
+    in_ws = ctx_for(a.path, session="quiet-1", mode="session")
+    unbound = ctx_for(loose, session="quiet-2", mode="session")
+    mine = storage.remember(in_ws, "the deploy pipeline release needs a signed tag",
+                            level="session").id
+    theirs = storage.remember(unbound, "the deploy pipeline release needs a signed tag",
+                              level="session").id
+    assert storage.write_target(in_ws, "session").bank == a.bank
+    assert storage.write_target(unbound, "session").bank == "default"
+    assert [m.id for m in storage.recall(in_ws, QUERY, top_k=5)] == [mine]
+    assert [m.id for m in storage.recall(unbound, QUERY, top_k=5)] == [theirs]
+
+
 def test_one_shared_database_starves_the_small_namespace(data_dir):
     """Why the layout exists: upstream, both namespaces in ONE file, B finds nothing."""
     prepare()
