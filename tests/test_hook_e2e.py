@@ -35,6 +35,9 @@ QUESTION = "how do we deploy a release?"
 def configure(**values: object) -> None:
     path = Path(os.environ["MNEMO_CONFIG"])
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A roomy deadline unless a test sets one: a loaded CI machine must not
+    # turn a slow hook into a missing row.
+    values = {"hooks__deadline_seconds": 10.0, **values}
     tree: dict[str, object] = {}
     for dotted, value in values.items():
         section, key = dotted.split("__")
@@ -44,6 +47,11 @@ def configure(**values: object) -> None:
 
 def user_rows(data_dir: Path) -> list[str]:
     return [c for _, _, c in all_rows(data_dir, ("working_memory",)) if c.startswith("[USER]")]
+
+
+@pytest.fixture(autouse=True)
+def roomy_deadline(isolated_env: Path) -> None:
+    configure()
 
 
 @pytest.fixture
@@ -154,13 +162,13 @@ def _bank_db(data_dir: Path) -> Path:
 
 
 def test_locked_database_fails_open_and_loses_nothing(repo: Path, data_dir: Path) -> None:
-    configure(hooks__deadline_seconds=1.0)
     # create the bank with one turn, then lock it
     run_cli_hook("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
                                                   session="a", prompt=DEPLOY))
     run_cli_hook("turn-end", "claude-code", payload("claude-code", "turn-end", cwd=repo,
                                                     session="a"))
     assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]
+    configure(hooks__deadline_seconds=1.0)
     holder = sqlite3.connect(_bank_db(data_dir), timeout=0, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
@@ -177,6 +185,7 @@ def test_locked_database_fails_open_and_loses_nothing(repo: Path, data_dir: Path
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+    configure(hooks__deadline_seconds=5.0)
     # the turn captured while the database was locked is still pending, then stored once
     run_cli_hook("session-end", "codex", payload("codex", "session-end", cwd=repo, session="b"))
     run_cli_hook("session-end", "codex", payload("codex", "session-end", cwd=repo, session="b"))

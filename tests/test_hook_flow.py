@@ -36,6 +36,9 @@ def fresh_storage() -> None:
 def configure(**values: object) -> None:
     path = Path(os.environ["MNEMO_CONFIG"])
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A roomy deadline unless a test sets one: a loaded CI machine must not
+    # turn a slow hook into a missing row.
+    values = {"hooks__deadline_seconds": 10.0, **values}
     tree: dict[str, object] = {}
     for dotted, value in values.items():
         node = tree
@@ -58,6 +61,11 @@ def turn(harness: str, repo: Path, prompt: str, reply: str = "Sure.", session: s
 def user_rows(data_dir: Path) -> list[str]:
     return [content for _, _, content in all_rows(data_dir, ("working_memory",))
             if content.startswith("[USER]")]
+
+
+@pytest.fixture(autouse=True)
+def roomy_deadline(isolated_env: Path) -> None:
+    configure()
 
 
 @pytest.fixture

@@ -50,12 +50,6 @@ def write(path: Path, document: object) -> None:
     path.write_text(json.dumps(document, indent=4))
 
 
-def strip_ours(document: dict) -> dict:
-    clone = json.loads(json.dumps(document))
-    core.remove_ours(clone, core.SPECS["claude-code"], Path("x"))
-    return clone
-
-
 def our_entries(document: dict) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {}
     for name, groups in document.get("hooks", {}).items():

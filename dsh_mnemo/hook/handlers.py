@@ -68,8 +68,8 @@ def clean_text(run: HookRun, text: str | None) -> str:
     policy = run.settings["scrub.policy"]
     result = scrub(stripped, policy)
     if result.found and policy == "warn":
-        run.log(f"secrets stored as-is (scrub.policy: warn): {', '.join(sorted(set(result.findings)))}",
-                level="warning")
+        kinds = ", ".join(sorted(set(result.findings)))
+        run.log(f"secrets stored as-is (scrub.policy: warn): {kinds}", level="warning")
     return result.text
 
 
