@@ -188,3 +188,16 @@ def hold_flock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def db_digest(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every ordinary table (FTS shadow tables included): to prove 'wrote nothing'."""
+    conn = sqlite3.connect(db, timeout=5)
+    try:
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name")]
+        return {t: sorted(map(tuple, conn.execute(f'SELECT * FROM "{t}"')), key=repr)
+                for t in tables}
+    finally:
+        conn.close()

@@ -13,6 +13,7 @@ from tests.memory_helpers import (
     age_rows,
     bind_repo,
     content_anywhere,
+    db_digest,
     db_files,
     fresh_storage,  # noqa: F401  (autouse fixture)
     hold_flock,
@@ -269,6 +270,10 @@ def test_sleep_current_namespace_only(two, data_dir):
     remember_id(b.path, "beta old memory")
     age_rows(a.db(data_dir), a.namespace, 100)
     age_rows(b.db(data_dir), b.namespace, 100)
+    before = db_digest(a.db(data_dir))
+    dry = mnemo("sleep", "--dry-run", cwd=a.path)
+    assert dry.exit_code == 0 and f"{a.bank} {a.namespace}: 1 due" in dry.stdout
+    assert db_digest(a.db(data_dir)) == before
     result = mnemo("sleep", cwd=a.path)
     assert result.exit_code == 0, result.output
     assert "1 consolidated into 1 summaries" in result.stdout
@@ -285,15 +290,13 @@ def test_sleep_all_dry_run_force_and_lock(two, make_repo, data_dir, loose):
         old = remember_id(repo.path, f"{repo.path.name} memory that is getting old")
         age_rows(repo.db(data_dir), repo.namespace, 100, [old])
     assert locate(data_dir, fresh)
-    snapshot = {bank: query(db, "SELECT id, consolidated_at FROM working_memory ORDER BY id")
-                for bank, db in db_files(data_dir).items()}
+    snapshot = {bank: db_digest(db) for bank, db in db_files(data_dir).items()}
 
     dry = mnemo("sleep", "--all", "--dry-run", "--json", cwd=loose)
     assert dry.exit_code == 0, dry.output
     assert {(r["bank"], r["status"], r["due"]) for r in doc(dry)["results"]} == {
         (a.bank, "dry_run", 1), (b.bank, "dry_run", 1), (c.bank, "dry_run", 1)}
-    assert {bank: query(db, "SELECT id, consolidated_at FROM working_memory ORDER BY id")
-            for bank, db in db_files(data_dir).items()} == snapshot
+    assert {bank: db_digest(db) for bank, db in db_files(data_dir).items()} == snapshot
 
     target_b = storage.Target(bank=b.bank, namespace=b.namespace, level="workspace")
     with hold_flock(consolidate.lock_path(target_b)):

@@ -17,6 +17,7 @@ from dsh_mnemo.errors import BusyError
 from tests.memory_helpers import (
     age_rows,
     bind_repo,
+    db_digest,
     fresh_storage,  # noqa: F401  (autouse fixture)
     hold_flock,
     make_settings,
@@ -85,10 +86,10 @@ def test_dry_run_writes_nothing_and_force_ignores_age(make_repo, data_dir):
 
     assert consolidate.consolidate(target, dry_run=True).status == "no_op"  # nothing due
     age_rows(db, a.namespace, DUE_HOURS)
-    before = query(db, "SELECT * FROM working_memory ORDER BY id")
+    before = db_digest(db)
     dry = consolidate.consolidate(target, dry_run=True)
     assert (dry.status, dry.due, dry.items_consolidated) == ("dry_run", 3, 3)
-    assert query(db, "SELECT * FROM working_memory ORDER BY id") == before
+    assert db_digest(db) == before
     assert episodic(db) == [] and query(db, "SELECT COUNT(*) FROM consolidation_log") == [(0,)]
 
     fresh = fill(a.path, 2, word="fresh")
