@@ -323,3 +323,14 @@ def test_nothing_to_inject_prints_nothing(harness: str, repo: Path) -> None:
     out = run_inprocess("prompt", harness, payload(harness, "prompt", cwd=repo,
                                                    prompt="completely unrelated words"))
     assert out == ""
+
+
+def test_turns_of_abandoned_sessions_are_stored_by_another_turn_end(repo: Path,
+                                                                    data_dir: Path) -> None:
+    run_inprocess("prompt", "cursor", payload("cursor", "prompt", cwd=repo, session="crashed",
+                                              prompt="the crashed session asked about caching"))
+    for path in (data_dir / "spool").glob("*.json"):
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    turn("claude-code", repo, DEPLOY, session="alive")
+    assert sorted(user_rows(data_dir)) == [f"[USER] {DEPLOY}",
+                                           "[USER] the crashed session asked about caching"]

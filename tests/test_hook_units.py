@@ -309,3 +309,24 @@ def test_log_never_raises(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     log.write("x", base=blocker)  # logs/ cannot be created under a file
+
+
+def test_abandoned_sessions_are_found_and_leftovers_swept(tmp_path: Path) -> None:
+    from dsh_mnemo.hook.spool import abandoned_spools, sweep
+
+    silent = Spool(tmp_path, "cursor", "gone", "/w")
+    silent.add_prompt("never finished", "/w", "gone")
+    done = Spool(tmp_path, "codex", "done", "/w")
+    done.add_prompt("finished", "/w", "done")
+    done.finish(done.take_all(), [("b", "n")])  # only a capture count is left
+    fresh = Spool(tmp_path, "claude-code", "live", "/w")
+    fresh.add_prompt("in progress", "/w", "live")
+    old = 1_000_000_000
+    for path in (silent.path, done.path, done.lock_path):
+        os.utime(path, (old, old))
+    found = abandoned_spools(tmp_path)
+    assert [s.path for s in found] == [silent.path]
+    assert [t.text for t in found[0].take_all()] == ["never finished"]
+    assert abandoned_spools(tmp_path, exclude=silent.path) == []
+    sweep(tmp_path)
+    assert not done.path.exists() and silent.path.exists() and fresh.path.exists()

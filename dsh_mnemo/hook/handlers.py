@@ -116,7 +116,10 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             run.log(f"spool: {log.describe(exc)}")
     context_text = None
     if run.harness in CAN_INJECT and not event.continuation:
-        context_text = build_context(run, cwd, event.session_id, text)
+        try:
+            context_text = build_context(run, cwd, event.session_id, text)
+        except Exception as exc:  # noqa: BLE001 - no injection, but still store turns
+            run.log(f"recall: {log.describe(exc)}")
     run.emit(format_output(run.harness, "prompt", context_text))
     if spool is not None and displaced:
         store_turns(run, spool, displaced, reply=None)
@@ -322,6 +325,7 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
         turns = [Turn(id="reply", text="", cwd=cwd, session_id=event.session_id, at=0)]
     if turns:
         store_turns(run, spool, turns, reply)
+    recover_abandoned(run, exclude=spool.path)
 
 
 def on_session_end(run: HookRun, event: HookEvent) -> None:
@@ -336,9 +340,19 @@ def on_session_end(run: HookRun, event: HookEvent) -> None:
     if final.captured:
         for bank, namespace in final.targets:
             consolidate(run, bank, namespace)
-    from .spool import sweep_locks
+    recover_abandoned(run, exclude=spool.path)
 
-    sweep_locks(run.base)
+
+def recover_abandoned(run: HookRun, *, exclude: Path | None = None) -> None:
+    """Store turns of sessions that went silent (a crash, a harness without
+    session-end), and tidy the spool; bounded so a turn end stays quick."""
+    from .spool import abandoned_spools, sweep
+
+    for other in abandoned_spools(run.base, exclude=exclude, limit=3):
+        turns = other.take_all()
+        if turns:
+            store_turns(run, other, turns, reply=None)
+    sweep(run.base)
 
 
 HANDLERS: dict[str, Callable[[HookRun, HookEvent], None]] = {

@@ -28,7 +28,8 @@ SPOOL_VERSION = 1
 MAX_TURNS = 32  # a session that never ends cannot grow its spool without bound
 STALE_CLAIM_MS = 120_000
 LOCK_TIMEOUT = 1.0
-FORGET_AFTER_MS = 14 * 86_400_000  # lock files of sessions silent this long are swept
+FORGET_AFTER_MS = 14 * 86_400_000  # leftovers of sessions silent this long are swept
+ABANDONED_AFTER_MS = 6 * 3_600_000  # a session silent this long will not end its turn
 
 
 def now_ms() -> int:
@@ -93,6 +94,15 @@ class Spool:
         self.dir = base / "spool"
         self.path = self.dir / f"{digest[:40]}.json"
         self.lock_path = self.dir / f"{digest[:40]}.lock"
+
+    @classmethod
+    def at(cls, path: Path) -> Spool:
+        """The spool stored in `path` (for recovering other sessions' turns)."""
+        spool = cls.__new__(cls)
+        spool.dir = path.parent
+        spool.path = path
+        spool.lock_path = path.with_suffix(".lock")
+        return spool
 
     def _load(self) -> SpoolState:
         try:
@@ -206,16 +216,50 @@ class Spool:
         return final
 
 
-def sweep_locks(base: Path, *, older_than_ms: int = FORGET_AFTER_MS) -> int:
-    """Remove lock files of sessions that left no spool and are long silent."""
+def _has_turns(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("turns"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def abandoned_spools(base: Path, *, exclude: Path | None = None, limit: int = 3,
+                     silent_ms: int = ABANDONED_AFTER_MS) -> list[Spool]:
+    """Spools of sessions silent for `silent_ms` that still hold turns."""
+    folder = base / "spool"
+    if not folder.is_dir():
+        return []
+    horizon = time.time() - silent_ms / 1000
+    found: list[Spool] = []
+    for path in sorted(folder.glob("*.json")):
+        if path == exclude:
+            continue
+        try:
+            if path.stat().st_mtime >= horizon or not _has_turns(path):
+                continue
+        except OSError:
+            continue
+        found.append(Spool.at(path))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def sweep(base: Path, *, older_than_ms: int = FORGET_AFTER_MS) -> int:
+    """Remove what sessions silent for `older_than_ms` left: empty spools, lock files."""
     removed = 0
     folder = base / "spool"
     if not folder.is_dir():
         return 0
     horizon = time.time() - older_than_ms / 1000
-    for child in folder.glob("*.lock"):
+    for child in folder.iterdir():
         with contextlib.suppress(OSError):
-            if not child.with_suffix(".json").exists() and child.stat().st_mtime < horizon:
+            if child.stat().st_mtime >= horizon:
+                continue
+            if child.suffix == ".json" and not _has_turns(child):
+                child.unlink()  # only a count of captured turns was left
+                removed += 1
+            elif child.suffix == ".lock" and not child.with_suffix(".json").exists():
                 child.unlink()
                 removed += 1
     return removed
