@@ -585,8 +585,8 @@ def check_schedule(base: Path, banks: list[tuple[str, Path]],
                      details=details)
     return Check("consolidation", INFO, "no `mnemo sleep` schedule found (cron or systemd "
                  "timer); hooks consolidate as they capture, and no rows are close to the "
-                 "trim", fix="Schedule `mnemo sleep --all` daily (see docs/scheduling.md).",
-                 details=details)
+                 "trim", fix="Schedule `mnemo sleep --all` (every six hours is a good "
+                 "default; see docs/scheduling.md).", details=details)
 
 
 # ---------------------------------------------------------------- report

@@ -76,6 +76,10 @@ def test_a_fresh_install_is_healthy_and_doctor_creates_nothing(data_dir: Path) -
     people = runner.invoke(app, ["doctor"])
     assert people.exit_code == 0
     assert "all good" in people.stdout
+    if any(c["name"].startswith("hooks:") for c in report["checks"]):
+        # Harnesses without hooks are one line for people, not one each.
+        assert "hooks: no mnemo hooks installed for claude-code, codex" in people.stdout
+        assert "hooks:codex" not in people.stdout
 
 
 def test_a_bound_workspace_and_its_bank_check_out(make_repo, monkeypatch, data_dir) -> None:

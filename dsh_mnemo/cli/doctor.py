@@ -17,6 +17,23 @@ _STYLE = {core.OK: "green", core.INFO: "cyan", core.WARN: "yellow", core.FAIL: "
           core.UNKNOWN: "dim"}
 
 
+def _for_people(checks: list[core.Check]) -> list[core.Check]:
+    """The checks, with the harnesses that simply have no hooks folded into one line."""
+    absent = [c for c in checks if c.name.startswith("hooks:") and c.status == core.INFO]
+    if len(absent) < 2:
+        return checks
+    names = ", ".join(c.name.split(":", 1)[1] for c in absent)
+    folded = core.Check("hooks", core.INFO, f"no mnemo hooks installed for {names}",
+                        fix="mnemo hooks install --harness NAME, for the harnesses you use")
+    shown: list[core.Check] = []
+    for check in checks:
+        if check is absent[0]:
+            shown.append(folded)
+        elif check not in absent:
+            shown.append(check)
+    return shown
+
+
 def register(app: typer.Typer) -> None:
     app.command("doctor")(doctor)
 
@@ -41,7 +58,7 @@ def doctor(path: Annotated[Path | None, typer.Argument(
     if json:
         emit_json("doctor", report)
     else:
-        for check in report.checks:
+        for check in _for_people(report.checks):
             style = _STYLE.get(check.status, "")
             out.print(f"[{style}]{check.status:>7}[/]  [bold]{escape(check.name)}[/]: "
                       f"{escape(check.summary)}")
