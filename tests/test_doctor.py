@@ -6,7 +6,7 @@ import json
 import os
 import sqlite3
 import subprocess
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -231,12 +231,12 @@ def test_version_ranges(version: str, spec: str, expected: bool) -> None:
 def test_recent_hook_failures_are_warned_about_old_ones_are_not(data_dir: Path) -> None:
     log = data_dir / "logs" / "hook.log"
     log.parent.mkdir(parents=True)
-    old = (datetime.utcnow() - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S")
+    old = (datetime.now(timezone.utc) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S")
     log.write_text(f"{old}Z error pid=1 claude-code prompt: DataError: old trouble\n",
                    encoding="utf-8")
     code, report = run_doctor()
     assert by_name(report)["hook-log"]["status"] == "ok"
-    recent = datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%S")
+    recent = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"{recent}Z error pid=2 codex turn-end: BusyError: database is locked\n")
     code, report = run_doctor()
