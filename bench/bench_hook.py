@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -79,23 +80,35 @@ def populate(base: Path, root: Path, own: int, others: int, workspaces: int) -> 
     return repos[0]
 
 
+CPU_MS: list[float] = []  # CPU ms of each call of the current measurement
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(command: list[str], stdin: bytes | None, cwd: Path, env: dict[str, str],
           calls: int) -> tuple[list[float], str]:
+    """Wall-clock ms per call (and, in CPU_MS, user+sys CPU ms of the child)."""
     samples = []
     last = ""
     for i in range(calls):
+        cpu_before = _children_cpu()
         started = time.perf_counter()
         done = subprocess.run(command, input=stdin, capture_output=True, cwd=cwd, env=env)
         samples.append((time.perf_counter() - started) * 1000)
+        CPU_MS.append((_children_cpu() - cpu_before) * 1000)
         last = done.stdout.decode("utf-8", "replace")
     return samples, last
 
 
-def row(name: str, samples: list[float]) -> str:
+def row(name: str, samples: list[float], cpu: list[float]) -> str:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return (f"| {name:<44} | {statistics.median(ordered):7.1f} | {p95:7.1f} | "
-            f"{statistics.mean(ordered):7.1f} | {ordered[-1]:7.1f} |")
+    return (f"| {name:<46} | {statistics.median(ordered):7.1f} | {p95:7.1f} | "
+            f"{statistics.mean(ordered):7.1f} | {ordered[-1]:7.1f} | "
+            f"{statistics.median(cpu):7.1f} |")
 
 
 def main() -> None:
@@ -129,12 +142,19 @@ def main() -> None:
         return json.dumps({"session_id": f"bench-{i}", "transcript_path": None, "cwd": str(cwd),
                            "hook_event_name": "UserPromptSubmit", "prompt": prompt}).encode()
 
-    results: list[tuple[str, list[float]]] = []
+    load_before = f"{os.getloadavg()[0]:.2f}"
+    results: list[tuple[str, list[float], list[float]]] = []
+
+    def record(name: str, samples: list[float]) -> None:
+        results.append((name, samples, list(CPU_MS)))
+        CPU_MS.clear()
+
     # warm the page cache once, outside the measurement
     subprocess.run([mnemo, "hook", "prompt", "--harness", "claude-code"],
                    input=event(repo, 0, QUERIES[0]), capture_output=True, env=env)
-    results.append(("python3 -c pass", timed([sys.executable, "-c", "pass"], None, repo, env,
-                                             args.calls)[0]))
+    record("python3 -c pass", timed([sys.executable, "-c", "pass"], None, repo, env,
+                                    args.calls)[0])
+    CPU_MS.clear()
     samples = []
     injected = 0
     for i in range(args.calls):
@@ -142,24 +162,30 @@ def main() -> None:
                        event(repo, i, QUERIES[i % len(QUERIES)]), repo, env, 1)
         samples += s
         injected += "memory-data" in out
-    results.append(("mnemo hook prompt (bound, 1k + 10k rows)", samples))
-    results.append(("  same, through hooks/mnemo-hook.sh", timed(
+    record("mnemo hook prompt (bound, 1k + 10k rows)", samples)
+    record("  same, through hooks/mnemo-hook.sh", timed(
         ["sh", str(wrapper), "prompt", "claude-code"], event(repo, 999, QUERIES[1]), repo,
-        {**env, "MNEMO_BIN": mnemo}, args.calls)[0]))
-    results.append(("mnemo hook prompt (unbound dir: bind hint)", timed(
+        {**env, "MNEMO_BIN": mnemo}, args.calls)[0])
+    record("mnemo hook prompt (unbound dir: bind hint)", timed(
         [mnemo, "hook", "prompt", "--harness", "claude-code"], event(unbound, 1, QUERIES[2]),
-        unbound, env, args.calls)[0]))
-    results.append(("mnemo hook turn-end (stores the pending turn)", timed(
-        [mnemo, "hook", "turn-end", "--harness", "claude-code"],
-        json.dumps({"session_id": "bench-0", "cwd": str(repo),
-                    "hook_event_name": "Stop"}).encode(), repo, env, args.calls)[0]))
+        unbound, env, args.calls)[0])
+    turn_end = []
+    for i in range(args.calls):
+        # each call stores one pending turn (spooled by the prompt calls above)
+        turn_end += timed([mnemo, "hook", "turn-end", "--harness", "claude-code"],
+                          json.dumps({"session_id": f"bench-{i}", "cwd": str(repo),
+                                      "hook_event_name": "Stop"}).encode(), repo, env, 1)[0]
+    record("mnemo hook turn-end (stores the pending turn)", turn_end)
 
     print(f"\n{args.calls} calls each; workspace {args.own} rows, {args.others} rows in "
           f"{args.workspaces} other workspaces; blocks injected: {injected}/{args.calls}\n")
-    print(f"| {'command':<44} | {'p50 ms':>7} | {'p95 ms':>7} | {'mean':>7} | {'max':>7} |")
-    print(f"|{'-' * 46}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
-    for name, samples in results:
-        print(row(name, samples))
+    print(f"load average before/after: {load_before} / {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} CPUs\n")
+    print(f"| {'command':<46} | {'p50 ms':>7} | {'p95 ms':>7} | {'mean':>7} | {'max':>7} "
+          f"| {'CPU p50':>7} |")
+    print(f"|{'-' * 48}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
+    for name, samples, cpu in results:
+        print(row(name, samples, cpu))
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
 

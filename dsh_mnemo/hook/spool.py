@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -173,7 +172,7 @@ class Spool:
                 # The same prompt again (Qwen continuations, a retried hook): one turn.
                 return self._claim_open_turns(state, exclude=open_turns[-1].id)
             to_store = self._claim_open_turns(state)
-            state.turns.append(Turn(id=secrets.token_hex(8), text=text, cwd=cwd,
+            state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
                                     session_id=session_id, at=now_ms()))
             # Every older turn is claimed by now; trimming only forgets turns that
             # their claimers are storing anyway.
