@@ -178,8 +178,15 @@ def _write(stdout: IO[str], text: str) -> None:
     if not text:
         return
     try:
-        stdout.write(text)
-        stdout.flush()
+        raw = getattr(stdout, "buffer", None)
+        if raw is not None:
+            # Harnesses read UTF-8 whatever the hook's locale says.
+            stdout.flush()
+            raw.write(text.encode("utf-8", "replace"))
+            raw.flush()
+        else:
+            stdout.write(text)
+            stdout.flush()
     except (OSError, ValueError):
         pass  # the harness closed our stdout: nothing left to tell it
 
