@@ -374,3 +374,20 @@ def test_hostile_payloads_are_answered_quietly(document: dict, harness: str, dat
         assert out == ("{}\n" if (harness, kind) == ("codex", "turn-end") else "")
     assert "Error" not in log_text(data_dir)
     assert all_rows(data_dir) == []
+
+
+def test_reply_falls_back_to_the_transcript_when_the_event_lacks_it(repo: Path, tmp_path: Path,
+                                                                     data_dir: Path) -> None:
+    configure(capture__roles=["user", "assistant"])
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(json.dumps({"type": "assistant", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "Use the blue deploy lane."}]}})
+        + "\n")
+    run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                   prompt="which deploy lane?"))
+    end = payload("claude-code", "turn-end", cwd=repo)
+    del end["last_assistant_message"]  # an older Claude Code
+    end["transcript_path"] = str(transcript)
+    run_inprocess("turn-end", "claude-code", end)
+    rows = [c for _, _, c in all_rows(data_dir, ("working_memory",))]
+    assert "[ASSISTANT] Use the blue deploy lane." in rows

@@ -330,3 +330,24 @@ def test_abandoned_sessions_are_found_and_leftovers_swept(tmp_path: Path) -> Non
     assert abandoned_spools(tmp_path, exclude=silent.path) == []
     sweep(tmp_path)
     assert not done.path.exists() and silent.path.exists() and fresh.path.exists()
+
+
+def test_last_reply_from_a_claude_style_transcript(tmp_path: Path) -> None:
+    from dsh_mnemo.hook.events import last_reply_from_transcript
+
+    path = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "first reply"}]}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "name": "Bash"}, {"type": "text", "text": "final"},
+            {"type": "text", "text": "answer"}]}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "name": "Read"}]}},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{broken\n")
+    assert last_reply_from_transcript(str(path)) == "final\nanswer"
+    assert last_reply_from_transcript(str(tmp_path / "missing.jsonl")) is None
+    path.write_bytes(b"\xff\xfe not json\n")
+    assert last_reply_from_transcript(str(path)) is None

@@ -61,6 +61,7 @@ class HookEvent:
     assistant: str | None = None
     event_name: str | None = None
     continuation: bool = False  # Qwen: the prompt hook fired for a tool-result continuation
+    transcript_path: str | None = None
 
 
 def _text(value: object) -> str | None:
@@ -126,7 +127,8 @@ def parse_event(payload: dict[str, object], harness: str, kind: str) -> HookEven
     cwd, source = resolve_cwd(payload, harness)
     event = HookEvent(harness=harness, kind=kind, cwd=cwd, cwd_source=source,
                       session_id=_session(payload, harness),
-                      event_name=_text(payload.get("hook_event_name")))
+                      event_name=_text(payload.get("hook_event_name")),
+                      transcript_path=_text(payload.get("transcript_path")))
     if harness == "qwen" and "submitted_prompt" in payload:
         # Qwen also fires UserPromptSubmit on tool-result continuations; only
         # `submitted_prompt` is what the user typed.
@@ -147,6 +149,51 @@ def parse_event(payload: dict[str, object], harness: str, kind: str) -> HookEven
                 event.assistant = reply
                 break
     return event
+
+
+# Harnesses whose transcript is Claude Code's JSONL; only they get the fallback.
+TRANSCRIPT_JSONL = {"claude-code", "qwen"}
+TRANSCRIPT_TAIL_BYTES = 1024 * 1024
+
+
+def last_reply_from_transcript(path: str) -> str | None:
+    """The last assistant text in a Claude-Code-style JSONL transcript, or None.
+
+    Only a fallback for events without `last_assistant_message` (older
+    versions): the event's own field is preferred, since the transcript may
+    lag the turn.  Reads at most the last MiB.
+    """
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            tail = handle.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    for line in reversed(tail.splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(part.get("text", "") for part in content
+                             if isinstance(part, dict) and part.get("type") == "text"
+                             and isinstance(part.get("text"), str))
+        else:
+            continue
+        if text.strip():
+            return text
+    return None
 
 
 def format_output(harness: str, kind: str, context: str | None) -> str:

@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import log
-from .events import CAN_INJECT, HookEvent, format_output, neutral_output
+from .events import (
+    CAN_INJECT,
+    TRANSCRIPT_JSONL,
+    HookEvent,
+    format_output,
+    last_reply_from_transcript,
+    neutral_output,
+)
 from .spool import Spool, Turn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -320,7 +327,11 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
         # The event carries the user's message itself (generic, Gemini) and the
         # prompt hook did not spool it: store it as its own turn.
         turns.append(Turn(id="event", text=user, cwd=cwd, session_id=event.session_id, at=0))
-    reply = event.assistant if "assistant" in run.settings["capture.roles"] else None
+    reply = None
+    if "assistant" in run.settings["capture.roles"]:
+        reply = event.assistant
+        if reply is None and event.harness in TRANSCRIPT_JSONL and event.transcript_path:
+            reply = last_reply_from_transcript(event.transcript_path)
     if not turns and reply and cwd:
         turns = [Turn(id="reply", text="", cwd=cwd, session_id=event.session_id, at=0)]
     if turns:
