@@ -250,7 +250,7 @@ def test_journal_records_every_row_with_its_old_namespace(repo: Path, dsh_data: 
     journal = journals.load(result.journal or "", dsh_data)
     assert journal.status == "done" and len(journal.backups) == 2
     (group,) = journal.groups
-    rows = journal.read_rows(group.rows_file or "")
+    rows = [journals.RowMove.from_list(r) for r in journal.read_rows(group.rows_file or "")]
     wm = [r for r in rows if r.table == "working_memory"]
     assert len(wm) == 8 and {r.old_session for r in wm} == {"dsh_s1", "dsh_s2"}
     assert {r.new_session for r in wm} == {OWNED}

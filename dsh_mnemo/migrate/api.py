@@ -326,20 +326,26 @@ def _label(db_path: Path, base: Path) -> str:
     return db_path.parent.name
 
 
-def _take_backups(journal: Journal, base: Path) -> None:
+def _take_backups(journal: Journal, base: Path, progress: Progress | None = None) -> None:
     folder = paths.backups_dir(base) / journal.id
     seen: list[Path] = []
     sources = [Path(g.source_db) for g in journal.groups]
     targets = [Path(g.target_db) for g in journal.groups]
-    for role, db in [("source", p) for p in sources] + [("target", p) for p in targets]:
+    planned = [("source", p) for p in sources] + [("target", p) for p in targets]
+    total = len(set(planned))
+    for role, db in planned:
         if db in seen:
             continue
+        if progress:
+            progress("backup", len(seen), total)
         seen.append(db)
         destination = folder / f"{_label(db, base)}.db"
         backups.snapshot(db, destination)
         journal.backups.append({"role": role, "database": str(db), "backup": str(destination)})
         if role == "source":
             fault("after-source-backup")
+    if progress:
+        progress("backup", total, total)
     journal.save()
 
 
@@ -351,11 +357,11 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None
         else:
             engine.select_rows(conn, schema, group.namespaces, group.scope_to)
 
-    def record(rows: list[journals.RowMove]) -> None:
+    def record(rows: list[list[Any]]) -> None:
         journal.write_rows(group, rows)
         counts: dict[str, int] = {}
         for row in rows:
-            counts[row.table] = counts.get(row.table, 0) + 1
+            counts[row[0]] = counts.get(row[0], 0) + 1
         group.counts = counts
         group.status = "copying"
         journal.save()
@@ -381,7 +387,7 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None
 def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
     base = journal.base or paths.data_dir()
     if not journal.backups:
-        _take_backups(journal, base)
+        _take_backups(journal, base, progress)
         fault("after-backup")
     journal.status = "running"
     journal.save()
@@ -479,10 +485,10 @@ def _revert_group(journal: Journal, group: Group, result: RevertResult,
         if group.revert_file:
             rows = journal.read_rows(group.revert_file)
         else:
-            rows = [r.reversed() for r in journal.read_rows(group.rows_file or "")]
+            rows = [journals.reverse_row(r) for r in journal.read_rows(group.rows_file or "")]
         engine.load_rows(conn, rows)
 
-    def record(rows: list[journals.RowMove]) -> None:
+    def record(rows: list[list[Any]]) -> None:
         journal.write_rows(group, rows, revert=True)
         group.revert_status = "copying"
         journal.save()

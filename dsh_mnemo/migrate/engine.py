@@ -26,7 +26,6 @@ from typing import Any
 
 from ..errors import BusyError, DataError
 from .faults import fault
-from .journal import RowMove
 from .schema import (
     CHANNEL_COLUMN,
     SCOPE_COLUMN,
@@ -161,16 +160,17 @@ def select_rows(conn: sqlite3.Connection, schema: Schema, namespaces: dict[str, 
                  "WHERE session_set = 0")
 
 
-def load_rows(conn: sqlite3.Connection, rows: Iterable[RowMove]) -> None:
+def load_rows(conn: sqlite3.Connection, rows: Iterable[list[Any]]) -> None:
+    """Fill temp.mv from journal rows (list form, `journal.ROW_FIELDS` order)."""
     _script(conn, _MV_DDL + "DELETE FROM temp.mv;")
     conn.executemany(
         "INSERT INTO temp.mv (tbl, key, new_key, owner, session_set, old_session, new_session, "
         "scope_set, old_scope, new_scope, channel_set, old_channel, new_channel) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", (r.to_list() for r in rows))
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
 
-def read_rows(conn: sqlite3.Connection) -> list[RowMove]:
-    return [RowMove.from_list(list(r)) for r in conn.execute(
+def read_rows(conn: sqlite3.Connection) -> list[list[Any]]:
+    return [list(r) for r in conn.execute(
         "SELECT tbl, key, new_key, owner, session_set, old_session, new_session, scope_set, "
         "old_scope, new_scope, channel_set, old_channel, new_channel FROM temp.mv ORDER BY seq")]
 
@@ -191,16 +191,14 @@ def summarize(conn: sqlite3.Connection, schema: Schema) -> dict[str, list[TableS
         key = _key_expr(table, "s")
         join = f"FROM temp.mv m JOIN src.{quote(table.name)} s ON {key} = m.key WHERE m.tbl = ?"
         tcol = f"s.{quote(table.time_column)}" if table.time_column else "NULL"
-        for owner, count, first, last in conn.execute(
-                f"SELECT m.owner, count(*), min({tcol}), max({tcol}) {join} GROUP BY m.owner",
-                (table.name,)):
-            sample = None
-            if table.text_column:
-                found = conn.execute(
-                    f"SELECT s.{quote(table.text_column)} {join} AND m.owner = ? "
-                    f"ORDER BY {tcol} DESC LIMIT 1", (table.name, owner)).fetchone()
-                if found and found[0] is not None:
-                    sample = " ".join(str(found[0]).split())[:100]
+        text = f"s.{quote(table.text_column)}" if table.text_column else "NULL"
+        # One pass per table; the bare text column gives one row's text as the
+        # sample (per-owner sample queries cost minutes on large databases).
+        for owner, count, first, last, sample in conn.execute(
+                f"SELECT m.owner, count(*), min({tcol}), max({tcol}), {text} {join} "
+                f"GROUP BY m.owner", (table.name,)):
+            if sample is not None:
+                sample = " ".join(str(sample).split())[:100]
             result.setdefault(owner, []).append(TableSummary(
                 table.name, count, None if first is None else str(first),
                 None if last is None else str(last), sample))
@@ -338,7 +336,7 @@ def _insert_sql(table: Table) -> str:
 
 
 def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Schema], None],
-         journal_rows: Callable[[list[RowMove]], None],
+         journal_rows: Callable[[list[list[Any]]], None],
          on_copied: Callable[[MoveOutcome], None],
          progress: Progress | None = None) -> MoveOutcome:
     """Move the rows `choose` puts in `temp.mv` from `source` to `target`.
@@ -440,8 +438,11 @@ def _delete(conn: sqlite3.Connection, schema: Schema, keys: list[tuple[str, Any]
     done = 0
     if progress:
         progress("delete", 0, total)
+    per_table: dict[str, int] = {}
+    for name, _ in keys:
+        per_table[name] = per_table.get(name, 0) + 1
     for table in reversed(schema.ordered()):
-        count = sum(1 for t, _ in keys if t == table.name)
+        count = per_table.get(table.name, 0)
         if not count:
             continue
         kcol = "rowid" if table.key == "rowid" else quote(table.key)
