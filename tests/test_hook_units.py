@@ -351,3 +351,13 @@ def test_last_reply_from_a_claude_style_transcript(tmp_path: Path) -> None:
     assert last_reply_from_transcript(str(tmp_path / "missing.jsonl")) is None
     path.write_bytes(b"\xff\xfe not json\n")
     assert last_reply_from_transcript(str(path)) is None
+
+
+def test_spool_remembers_recently_stored_turns(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "gemini", "S", "/w")
+    spool.add_prompt("asked once", "/w", "S")
+    spool.finish(spool.take_all(), [("b", "n")])
+    assert spool.recently_stored("asked once")
+    assert not spool.recently_stored("something else")
+    spool.end_session()
+    assert not spool.recently_stored("asked once")

@@ -323,9 +323,9 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
     spool = Spool(run.base, run.harness, event.session_id, cwd or event.cwd)
     turns = spool.take_all()
     user = clean_text(run, event.user) if event.user else ""
-    if user and not any(t.text == user for t in turns):
-        # The event carries the user's message itself (generic, Gemini) and the
-        # prompt hook did not spool it: store it as its own turn.
+    if user and not any(t.text == user for t in turns) and not spool.recently_stored(user):
+        # The event carries the user's message itself (generic, Gemini), the prompt
+        # hook did not spool it and no earlier turn-end stored it: store it now.
         turns.append(Turn(id="event", text=user, cwd=cwd, session_id=event.session_id, at=0))
     reply = None
     if "assistant" in run.settings["capture.roles"]:

@@ -31,6 +31,13 @@ FORGET_AFTER_MS = 14 * 86_400_000  # leftovers of sessions silent this long are 
 ABANDONED_AFTER_MS = 6 * 3_600_000  # a session silent this long will not end its turn
 
 
+RECENT = 16
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:20]
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -69,10 +76,12 @@ class SpoolState:
     captured: int = 0
     targets: list[list[str]] = field(default_factory=list)  # [bank, namespace] written to
     updated: int = 0
+    recent: list[str] = field(default_factory=list)  # digests of the last turns stored
 
     def to_json(self) -> dict[str, object]:
         return {"version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
-                "captured": self.captured, "targets": self.targets, "updated": self.updated}
+                "captured": self.captured, "targets": self.targets, "updated": self.updated,
+                "recent": self.recent}
 
 
 def _pid_alive(pid: int) -> bool:
@@ -119,8 +128,10 @@ class Spool:
         targets = [list(map(str, t)) for t in raw.get("targets") or []
                    if isinstance(t, list) and len(t) == 2]
         captured = raw.get("captured")
+        recent = [str(d) for d in raw.get("recent") or [] if isinstance(d, str)]
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
-                          targets=targets, updated=int(raw.get("updated") or 0))
+                          targets=targets, updated=int(raw.get("updated") or 0),
+                          recent=recent[-RECENT:])
 
     def _save(self, state: SpoolState) -> None:
         if not state.turns and not state.captured:
@@ -199,9 +210,14 @@ class Spool:
                 kept.append(turn)
             state.turns = kept
             state.captured += len(done)
+            state.recent = (state.recent + [digest(t.text) for t in stored if t.text])[-RECENT:]
             for bank, namespace in targets:
                 if [bank, namespace] not in state.targets:
                     state.targets.append([bank, namespace])
+
+    def recently_stored(self, text: str) -> bool:
+        """Was this text one of the session's last stored turns? (a repeated turn-end)"""
+        return digest(text) in self._load().recent
 
     def end_session(self) -> SpoolState:
         """The session's final state; the spool file is removed if nothing is left."""
@@ -212,6 +228,7 @@ class Spool:
                 state.turns = []
                 state.captured = 0
                 state.targets = []
+                state.recent = []
         return final
 
 
