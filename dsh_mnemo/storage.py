@@ -320,18 +320,24 @@ def _owned_ids(db_path: Path, namespace: str, ids: list[str], *,
 SHARED_BANK_MAX_FETCH = 3000
 
 
-def _other_rows(db_path: Path, namespace: str) -> tuple[int, int]:
-    """(rows of this bank, rows of other namespaces) over the working and episodic tiers."""
+def _shared_bank_rows(db_path: Path, namespace: str) -> int:
+    """Rows in the bank's working and episodic tiers if other namespaces share it, else 0.
+
+    The existence check is three index seeks per table, so a bank of its own
+    (every workspace in workspace mode) costs next to nothing here.
+    """
     conn = connect_readonly(db_path)
     if conn is None:
-        return 0, 0
+        return 0
+    tables = ("working_memory", "episodic_memory")
     try:
-        total = own = 0
-        for table in ("working_memory", "episodic_memory"):
-            total += _count(conn, f"SELECT COUNT(*) FROM {table}", ())
-            own += _count(conn, f"SELECT COUNT(*) FROM {table} WHERE session_id = ?",
-                          (namespace,))
-        return total, total - own
+        shared = any(_count(conn, f"""SELECT EXISTS(SELECT 1 FROM {t} WHERE session_id > ?)
+                                          OR EXISTS(SELECT 1 FROM {t} WHERE session_id < ?)
+                                          OR EXISTS(SELECT 1 FROM {t} WHERE session_id IS NULL)""",
+                            (namespace, namespace)) for t in tables)
+        if not shared:
+            return 0
+        return sum(_count(conn, f"SELECT COUNT(*) FROM {t}", ()) for t in tables)
     finally:
         conn.close()
 
@@ -353,9 +359,9 @@ def _recall_one(target: Target, query: str, fetch: int, base: Path | None, *,
             # candidates across every session before filtering.  When this
             # namespace came back short, look again with enough candidates to
             # cover the whole bank (bounded), so other namespaces cannot hide it.
-            total, others = _other_rows(db_path, target.namespace)
+            total = _shared_bank_rows(db_path, target.namespace)
             deeper = min(total // 3 + 1, SHARED_BANK_MAX_FETCH)
-            if others and deeper > fetch:
+            if total and deeper > fetch:
                 rows = memory.recall(query, top_k=deeper, **kwargs)
                 owned = _owned_ids(db_path, target.namespace,
                                    [str(r.get("id")) for r in rows], allow_global=True)
