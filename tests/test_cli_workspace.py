@@ -264,6 +264,9 @@ def test_status_in_session_mode(make_repo) -> None:
     without = ok_json(invoke("status", str(repo), "--json"), "status")
     assert (without["mode"], without["bound"], without["reason"], without["namespace"]) == (
         "session", False, "no-session", None)
+    human = invoke("status", str(repo))
+    assert human.exit_code == 0
+    assert "no-session" in human.stdout and "--session" in human.stdout
     with_id = ok_json(invoke("status", str(repo), "--session", "abc", "--json"), "status")
     assert (with_id["bound"], with_id["namespace"]) == (True, "dsh_v2_session_abc")
     assert with_id["bank"] == expected_bank(marker_uuid(repo))

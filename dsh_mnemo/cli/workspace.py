@@ -70,6 +70,9 @@ def status(path: PathArg = None,
     if report.bound:
         out.print(f"[bold green]bound[/] ({report.mode} mode): "
                   f"[bold]{escape(report.display_name or '-')}[/]")
+    elif report.reason == "no-session":
+        out.print(f"[bold yellow]no-session[/] ({report.mode} mode): session recall needs a "
+                  "session id; nothing is read or written without one. Pass --session ID.")
     else:
         out.print(f"[bold yellow]{report.reason}[/] ({report.mode} mode): no memory is "
                   "read or written here. Run `mnemo bind` to give this project a memory.")
