@@ -71,6 +71,7 @@ def test_unbound_directory_has_no_namespace(unbound_repo: Path) -> None:
     assert ctx.bank is None
     assert ctx.db_path() is None
     assert ctx.hint_root == str(unbound_repo)
+    assert not list(unbound_repo.rglob(".mnemosyne-id"))  # only `mnemo bind` writes one
 
 
 def test_unbound_never_falls_back_to_the_process_cwd(bound_repo: Path, unbound_repo: Path,
