@@ -57,6 +57,9 @@ def due_count(bank: str, namespace: str, base: Path | None = None) -> int:
 def consolidate(target: storage.Target, *, base: Path | None = None, dry_run: bool = False,
                 force: bool = False, wait: float | None = 30.0) -> SleepResult:
     """Consolidate one namespace; `wait=None` skips (instead of waiting) when locked."""
+    if not target.db_path(base).exists():
+        # Nothing to consolidate, and opening upstream would create the bank.
+        return SleepResult(bank=target.bank, namespace=target.namespace, status="no_op")
     due = due_count(target.bank, target.namespace, base)
     if not due and not force:
         return SleepResult(bank=target.bank, namespace=target.namespace, status="no_op")

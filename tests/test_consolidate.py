@@ -233,3 +233,14 @@ def test_a_damaged_bank_is_reported_and_the_others_still_sleep(make_repo, data_d
     assert by_bank[a.bank].status == "consolidated"
     assert consolidated_ids(a.db(data_dir)) == set(ids)
     assert bad.read_bytes() == b"this is not a database" * 300
+
+
+def test_sleeping_a_workspace_without_a_bank_creates_nothing(make_repo, data_dir):
+    prepare()
+    a = bind_repo(make_repo("alpha"))
+    target = storage.read_target(ws_ctx(a.path))
+    for force in (False, True):
+        assert consolidate.consolidate(target, force=force).status == "no_op"
+    assert consolidate.sleep_context(ws_ctx(a.path), force=True).results[0].status == "no_op"
+    assert not a.db(data_dir).exists()
+    assert not paths.banks_dir(data_dir).exists()
