@@ -198,8 +198,6 @@ class Bench:
 
     def shared_layout(self, data: Path, repo_db: Path, others: int) -> dict[str, object]:
         """The same rows in ONE database, recalled through upstream directly."""
-        from mnemosyne.core.memory import Mnemosyne
-
         from dsh_mnemo import storage
 
         shared = data / "shared-layout.db"

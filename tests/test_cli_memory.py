@@ -85,8 +85,10 @@ def test_invalid_utf8_on_stdin_is_refused(two, data_dir):
     assert working_count(a.db(data_dir)) == 0
 
 
-def test_secret_is_filtered_with_its_own_exit_code(two, data_dir):
+def test_secret_is_filtered_with_its_own_exit_code(two, data_dir, isolated_env):
     a, _ = two
+    (isolated_env / "config").mkdir(exist_ok=True)
+    (isolated_env / "config" / "config.yaml").write_text("write_filter: strict\n")
     secret = "deploy key AKIAIOSFODNN7EXAMPLE for the bucket"
     result = mnemo("remember", secret, cwd=a.path)
     assert result.exit_code == ExitCode.FILTERED
@@ -122,7 +124,8 @@ def test_scope_global_goes_to_the_global_bank_only(two, loose, data_dir):
     second = remember_id(loose, "--scope", "global", "the user likes small commits")
     for memory_id in (first, second):
         assert {(h[0], h[1], h[2], h[3]) for h in locate(data_dir, memory_id)} == {
-            ("global", "working_memory", "global", "global"), ("global", "memories", "global", None)}
+            ("global", "working_memory", "global", "global"),
+            ("global", "memories", "global", None)}
     assert not a.db(data_dir).exists()
 
 
