@@ -107,6 +107,14 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
         identity.write_marker(root, _uuid_of(owner.identityKey))
         entry, status = owner, "adopted"
     else:
+        claimed = next((e for e in data.workspaces if not e.supersededBy
+                        and e.lastSeenPath == str(root)), None)
+        if claimed is not None:
+            # Its marker is gone, but the index still gives this directory a workspace.
+            raise RefusedError(
+                f"{root} already belongs to workspace {claimed.displayName!r} "
+                f"({claimed.namespace}), whose marker is missing",
+                hint=f"Restore it with: mnemo rebind {root} --from {claimed.namespace}")
         default_rows = namespace_stats(paths.default_db_path(base)).get(namespace)
         bank_db = paths.bank_db_path(bank, base)
         if not bank_db.exists() and not (default_rows and default_rows.all_rows):

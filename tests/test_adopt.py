@@ -252,3 +252,13 @@ def test_a_rebind_killed_between_index_and_marker_completes_when_run_again(
     assert result["status"] == "rebound" and result["marker_written"]
     assert len(Index().load().workspaces) == 2
     assert resolve_memory_context(checkout, None, load_settings()).namespace == namespace
+
+
+def test_adopt_refuses_a_directory_the_index_gives_to_another_workspace(
+        dsh_data: Path, projects: Path):
+    lost = bind_repo(projects / "owned", OWNED_UUID)
+    (lost / identity.MARKER_NAME).unlink()
+    result = runner.invoke(app, ["adopt", ORPHAN, str(lost)])
+    assert result.exit_code == ExitCode.REFUSED
+    assert "mnemo rebind" in result.stderr
+    assert not (lost / identity.MARKER_NAME).exists()

@@ -100,7 +100,7 @@ def run_cmd(session: SessionOpt = None, legacy_dsh: LegacyOpt = False,
         out.print("Nothing to migrate: no rows match (a finished migration is a no-op).")
         return
     moved = sum(sum(g.moved.values()) for g in result.groups)
-    out.print(f"[bold green]Moved[/] {moved} rows ({result.plan.pending} memories and what "
+    out.print(f"[bold green]Moved[/] {moved} rows ({result.plan.memories} memories and what "
               f"hangs off them); journal [bold]{result.journal}[/].")
     for item in result.backups:
         out.print(f"  backup of {escape(item['database'])}: {escape(item['backup'])}")
@@ -187,11 +187,13 @@ def _render_plan(plan: core.Plan) -> None:
         out.print(f"Nothing to migrate for {plan.selector} in {escape(plan.source_db)}.")
     for group in plan.groups:
         target = group.target_bank + ("" if group.target_exists else " (new)")
-        out.print(f"[bold]{group.rows}[/] rows -> bank [bold]{escape(target)}[/]"
+        out.print(f"[bold]{group.memories}[/] memories ({group.rows} rows in all) -> bank "
+                  f"[bold]{escape(target)}[/]"
                   + (f" with scope {group.scope_to}" if group.scope_to else ""))
         for ns in group.namespaces:
             arrow = "" if ns.target == ns.source else f" -> {ns.target}"
-            out.print(f"  [bold]{escape(ns.source)}[/]{escape(arrow)}: {ns.rows} rows")
+            out.print(f"  [bold]{escape(ns.source)}[/]{escape(arrow)}: {ns.memories} "
+                      f"memories, {ns.rows} rows")
             table = Table("table", "rows", "first", "last", "sample", box=None,
                           padding=(0, 1), pad_edge=False)
             for t in ns.tables:

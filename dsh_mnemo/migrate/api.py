@@ -34,7 +34,7 @@ from . import engine
 from . import journal as journals
 from .engine import Progress, TableSummary
 from .faults import fault
-from .inventory import is_legacy_dsh, namespace_stats
+from .inventory import MEMORY_TABLES, is_legacy_dsh, namespace_stats
 from .journal import Group, Journal
 from .schema import discover
 
@@ -84,7 +84,8 @@ class Selection:
 class PlanNamespace:
     source: str
     target: str
-    rows: int
+    rows: int  # every table row that moves
+    memories: int  # of which working + episodic memories
     tables: list[TableSummary]
 
 
@@ -97,6 +98,7 @@ class PlanGroup:
     target_exists: bool
     scope_to: str | None
     rows: int
+    memories: int
     namespaces: list[PlanNamespace]
 
 
@@ -105,7 +107,8 @@ class Plan:
     selector: str
     source_db: str
     groups: list[PlanGroup]
-    pending: int  # rows that would move
+    pending: int  # rows (of every table) that would move
+    memories: int = 0  # of which working + episodic memories
     target_root: str | None = None
     others: dict[str, int] = field(default_factory=dict)  # memories per other class
     shared_tables: list[str] = field(default_factory=list)
@@ -263,13 +266,17 @@ def _plan_group(source: Path, spec: _GroupSpec, base: Path) -> PlanGroup:
     finally:
         conn.close()
     namespaces = [PlanNamespace(source=owner, target=spec.namespaces.get(owner, owner),
-                                rows=sum(t.rows for t in tables), tables=tables)
+                                rows=sum(t.rows for t in tables),
+                                memories=sum(t.rows for t in tables
+                                             if t.table in MEMORY_TABLES),
+                                tables=tables)
                   for owner, tables in sorted(summary.items())]
     target_db = paths.bank_db_path(spec.target_bank, base)
     return PlanGroup(source_db=str(source), target_db=str(target_db),
                      target_bank=spec.target_bank, target_namespace=spec.target_namespace,
                      target_exists=target_db.exists(), scope_to=spec.scope_to,
-                     rows=sum(n.rows for n in namespaces), namespaces=namespaces)
+                     rows=sum(n.rows for n in namespaces),
+                     memories=sum(n.memories for n in namespaces), namespaces=namespaces)
 
 
 def plan_migration(selection: Selection, *, index: Index | None = None,
@@ -288,12 +295,18 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
         conn = sqlite3.connect(":memory:")
         try:
             engine.attach(conn, source)
-            shared = sorted(discover(conn, "src").shared)
+            schema = discover(conn, "src")
+            shared = sorted(schema.shared)
+            if schema.vector_tables and groups:
+                notes.append("sqlite-vec tables are not moved (their keys are local row "
+                             "numbers); the embeddings in memory_embeddings move, and "
+                             "upstream rebuilds its vector index from them (reindex).")
         finally:
             conn.close()
     unfinished = [j.id for j in journals.unfinished(base)]
     return Plan(selector=selection.selector, source_db=str(source), groups=groups,
-                pending=sum(g.rows for g in groups), target_root=root,
+                pending=sum(g.rows for g in groups),
+                memories=sum(g.memories for g in groups), target_root=root,
                 others=_others(stats, index.load()), shared_tables=shared,
                 unfinished=unfinished, notes=notes)
 
