@@ -462,16 +462,29 @@ def _delete(target: Target, memory_id: str, base: Path | None, *,
             # Upstream's forget cascades to vectors and annotations for working rows.
             memory.beam.forget_working(memory_id)
         deleted["working_memory"] = before
+        episode = conn.execute(f"SELECT rowid FROM episodic_memory WHERE id = ? AND {clause}",
+                               (memory_id, target.namespace)).fetchone()
         cur = conn.execute(f"DELETE FROM episodic_memory WHERE id = ? AND {clause}",
                            (memory_id, target.namespace))
         deleted["episodic_memory"] = cur.rowcount
         if cur.rowcount:
             conn.execute("DELETE FROM annotations WHERE memory_id = ?", (memory_id,))
+            conn.execute("DELETE FROM memory_embeddings WHERE memory_id = ?", (memory_id,))
+            if episode is not None:
+                _delete_episode_vector(conn, int(episode[0]))
         cur = conn.execute("DELETE FROM memories WHERE id = ? AND session_id = ?",
                            (memory_id, target.namespace))
         deleted["memories"] = cur.rowcount
         conn.commit()
     return deleted
+
+
+def _delete_episode_vector(conn: sqlite3.Connection, rowid: int) -> None:
+    """Drop a forgotten episode's vector (episodic rowids are never reused, so it would linger)."""
+    try:
+        conn.execute("DELETE FROM vec_episodes WHERE rowid = ?", (rowid,))
+    except sqlite3.OperationalError:
+        pass  # no vector table, or the sqlite-vec extension is not loaded here
 
 
 # ─── Inspection ────────────────────────────────────────────────────────────
