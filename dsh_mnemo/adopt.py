@@ -37,7 +37,7 @@ class AdoptResult:
     identity_key: str
     root: str
     marker_path: str
-    bank_rows: int  # memories already in the workspace's bank
+    bank_rows: int  # memories in the workspace's bank (after the move, if any)
     default_rows: int  # memories of the namespace in the default database (before a move)
     moved_rows: int = 0
     journal: str | None = None
@@ -153,6 +153,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
                                   progress=progress, kind="adopt")
             result.journal = moved.journal
             result.moved_rows = in_default
+            result.bank_rows = workspace_rows(index, namespace, entry.bank)
         else:
             result.migrate_command = command
     return result

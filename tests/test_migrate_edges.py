@@ -96,3 +96,15 @@ def test_progress_reports_backup_copy_and_delete(repo: Path):
     run_migration(Selection(legacy_dsh=True), progress=progress)
     assert set(seen) == {"backup", "copy", "delete"}
     assert all(done == total and total > 0 for done, total in seen.values())
+
+
+def test_restoring_an_older_backup_waits_for_later_runs_to_be_reverted(
+        repo: Path, dsh_data: Path):
+    first = run_migration(Selection(legacy_dsh=True))
+    run_migration(Selection(default_to_global=True))
+    result = runner.invoke(app, ["migrate", "revert", "--journal", first.journal or "",
+                                 "--from-backup", "--yes"])
+    assert result.exit_code == ExitCode.REFUSED
+    assert "later migration" in result.stderr
+    assert revert_migration().status == "reverted"  # the later one, from its journal
+    assert revert_migration(first.journal, from_backup=True).status == "restored"

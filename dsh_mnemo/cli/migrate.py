@@ -196,8 +196,10 @@ def _render_plan(plan: core.Plan) -> None:
                       f"memories, {ns.rows} rows")
             table = Table("table", "rows", "first", "last", "sample", box=None,
                           padding=(0, 1), pad_edge=False)
+            table.columns[4].no_wrap = True
+            table.columns[4].overflow = "ellipsis"
             for t in ns.tables:
-                table.add_row("    " + t.table, str(t.rows), t.first or "-", t.last or "-",
+                table.add_row("    " + t.table, str(t.rows), _minute(t.first), _minute(t.last),
                               escape((t.sample or "")[:60]))
             out.print(table)
     hints = {"legacy-dsh": "--legacy-dsh", "default": "--default-to-global",
@@ -208,6 +210,11 @@ def _render_plan(plan: core.Plan) -> None:
         out.print("Other memories in the default database: " + ", ".join(others))
     if plan.groups:
         out.print("Run it with: mnemo migrate run" + _flags(plan))
+
+
+def _minute(stamp: str | None) -> str:
+    # "2026-11-29T22:01:25.215279" -> "2026-11-29 22:01": enough to judge a range.
+    return stamp[:16].replace("T", " ") if stamp else "-"
 
 
 def _class_key(selector: str) -> str:

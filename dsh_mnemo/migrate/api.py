@@ -531,6 +531,24 @@ def _restore(journal: Journal) -> RevertResult:
     if not journal.backups:
         raise RefusedError(f"migration {journal.id} took no backups (it stopped before)",
                            hint="Nothing was changed by it; there is nothing to restore.")
+    # An older snapshot would silently undo (or duplicate) what a later run did
+    # to the same files: those runs must be reverted first.
+    mine = {b["database"] for b in journal.backups}
+    later = []
+    for other_id in journals.all_ids(journal.base):
+        if other_id == journal.id:
+            continue
+        other = journals.load(other_id, journal.base)
+        if (other.created_at, other.id) < (journal.created_at, journal.id):
+            continue
+        touched = {g.source_db for g in other.groups} | {g.target_db for g in other.groups}
+        if other.status not in ("reverted", "restored") and touched & mine:
+            later.append(other.id)
+    if later:
+        raise RefusedError(
+            f"later migration(s) {', '.join(later)} changed the same databases; restoring "
+            f"the backups of {journal.id} would undo them behind their journals",
+            hint="Revert those first (mnemo migrate revert), newest first.")
     for item in journal.backups:
         backups.restore(Path(item["backup"]), Path(item["database"]))
         clear_query_cache(Path(item["database"]))

@@ -152,7 +152,10 @@ def now_ms() -> int:
 
 
 def new_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    """UTC time to the millisecond, then a random tag: ids sort by creation."""
+    now = time.time()
+    return (time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now * 1000) % 1000:03d}"
+            + "-" + secrets.token_hex(3))
 
 
 def create(kind: str, selection: dict[str, Any], base: Path | None = None) -> Journal:
