@@ -74,6 +74,11 @@ def test_a_clashing_row_in_the_target_stops_the_run_before_any_change(
     assert audit(dsh_data) == before
     result = runner.invoke(app, ["migrate", "run", "--session", "dsh_s1", "--yes"])
     assert result.exit_code == ExitCode.DATA
+    # The failed run moved nothing and blocks nothing: other runs still work.
+    assert not journals.unfinished(dsh_data)
+    assert run_migration(Selection(sessions=["dsh_s2"])).status == "nothing-to-do"
+    assert run_migration(Selection(default_to_global=True)).status == "moved"
+    assert audit(dsh_data) == before
 
 
 def test_a_damaged_journal_points_to_the_backups(repo: Path, dsh_data: Path):

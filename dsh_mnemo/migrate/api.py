@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import identity, paths
-from ..errors import DataError, RefusedError, UnboundError
+from ..errors import DataError, MnemoError, RefusedError, UnboundError
 from ..fsutil import file_lock
 from ..index import Index, IndexData, WorkspaceEntry
 from . import backup as backups
@@ -408,7 +408,18 @@ def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
     for group in journal.groups:
         if group.status == "done":
             continue
-        outcome = _move_group(journal, group, progress)
+        try:
+            outcome = _move_group(journal, group, progress)
+        except MnemoError as exc:
+            if all(g.status == "planned" for g in journal.groups):
+                # Nothing moved: close the journal so it does not block later runs.
+                journal.status = "failed"
+                journal.finished_at = journals.now_ms()
+                journal.save()
+            else:
+                exc.hint = (exc.hint + " " if exc.hint else "") + (
+                    f"Or undo the run: mnemo migrate revert --journal {journal.id}")
+            raise
         results.append(GroupResult(group.source_db, group.target_db, outcome.copied,
                                    outcome.already_there, len(outcome.missing),
                                    outcome.remapped))

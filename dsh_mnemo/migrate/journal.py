@@ -94,7 +94,7 @@ class Journal:
     kind: str  # "migrate" | "adopt"
     created_at: int
     selection: dict[str, Any]
-    status: str = "planned"  # planned|running|done|reverting|reverted|restored
+    status: str = "planned"  # planned|running|done|failed|reverting|reverted|restored
     backups: list[dict[str, str]] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     finished_at: int | None = None
@@ -140,7 +140,7 @@ class Journal:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("done", "reverted", "restored")
+        return self.status in ("done", "failed", "reverted", "restored")
 
 
 def journal_dir(base: Path | None = None) -> Path:
@@ -206,7 +206,7 @@ def unfinished(base: Path | None = None) -> list[Journal]:
 def latest_revertible(base: Path | None = None) -> Journal | None:
     for journal_id in reversed(all_ids(base)):
         journal = load(journal_id, base)
-        if journal.status not in ("reverted", "restored") and journal.groups:
+        if journal.status not in ("reverted", "restored", "failed") and journal.groups:
             return journal
     return None
 
