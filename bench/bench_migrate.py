@@ -130,12 +130,13 @@ def bench(rows: int) -> dict[str, float]:
         t_run = time.perf_counter() - t0
         t_backup = marks["backup-end"] - marks["backup"]
         moved = sum(sum(g.moved.values()) for g in result.groups)
+        journal_mb = sum(p.stat().st_size for p in (root / "data" / "migrations").iterdir()) / 1e6
         t0 = time.perf_counter()
         revert_migration(result.journal)
         t_revert = time.perf_counter() - t0
         assert _count(db, "SELECT count(*) FROM working_memory") == legacy
         return {"rows": legacy, "all_rows": moved, "db_mb": size_mb, "plan": t_plan,
-                "backup": t_backup, "run": t_run,
+                "backup": t_backup, "run": t_run, "journal_mb": journal_mb,
                 "revert": t_revert, "pending": plan.pending}
 
 
@@ -147,7 +148,8 @@ def main() -> None:
     sizes = args.rows or ([10_000, 100_000] if args.large else [10_000])
     results = [bench(n) for n in sizes]
     header = (f"{'legacy rows':>11} {'all rows':>9} {'db MB':>6} {'plan s':>7} "
-              f"{'backup s':>8} {'run s':>7} {'rows/s':>16} {'revert s':>8} {'rows/s':>16}")
+              f"{'backup s':>8} {'run s':>7} {'rows/s':>16} {'revert s':>8} {'rows/s':>16} "
+              f"{'journal MB':>10}")
     print(header)
     print("-" * len(header))
     for r in results:
@@ -155,7 +157,7 @@ def main() -> None:
         rev_rate = f"{r['rows'] / r['revert']:,.0f} ({r['all_rows'] / r['revert']:,.0f})"
         print(f"{r['rows']:>11,} {r['all_rows']:>9,} {r['db_mb']:>6.1f} {r['plan']:>7.2f} "
               f"{r['backup']:>8.2f} {r['run']:>7.2f} {run_rate:>16} {r['revert']:>8.2f} "
-              f"{rev_rate:>16}")
+              f"{rev_rate:>16} {r['journal_mb']:>10.1f}")
     print("run = backup of both databases + copy + verify + delete; rows/s = legacy "
           "memories (every table row) per second.")
 
