@@ -113,3 +113,14 @@ def test_restoring_an_older_backup_waits_for_later_runs_to_be_reverted(
     assert "later migration" in result.stderr
     assert revert_migration().status == "reverted"  # the later one, from its journal
     assert revert_migration(first.journal, from_backup=True).status == "restored"
+
+
+def test_the_plan_warns_about_global_rows_that_would_become_workspace_only(
+        repo: Path, dsh_data: Path):
+    from mnemosyne.core.memory import Mnemosyne
+
+    Mnemosyne(session_id="dsh_s2", db_path=paths.default_db_path(dsh_data)).remember(
+        "Our company style guide applies to every project.", scope="global")
+    result = runner.invoke(app, ["migrate", "plan", "--legacy-dsh", "--json"])
+    notes = json.loads(result.stdout)["notes"]
+    assert any("1 selected memories have scope 'global'" in n for n in notes)

@@ -255,15 +255,25 @@ def _others(stats: dict[str, Any], data: IndexData) -> dict[str, int]:
     return counts
 
 
-def _plan_group(source: Path, spec: _GroupSpec, base: Path) -> PlanGroup:
+def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str]) -> PlanGroup:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         engine.attach(conn, source)
         schema = discover(conn, "src")
         engine.select_rows(conn, schema, spec.namespaces, spec.scope_to)
         summary = engine.summarize(conn, schema)
+        shared_rows = 0 if spec.target_bank == paths.GLOBAL_BANK else sum(
+            conn.execute(f"SELECT count(*) FROM temp.mv m JOIN src.{name} s ON s.id = m.key "
+                         "WHERE m.tbl = ? AND s.scope = 'global'", (name,)).fetchone()[0]
+            for name in MEMORY_TABLES
+            if name in schema.tables and schema.tables[name].has("scope"))
     finally:
         conn.close()
+    if shared_rows:
+        # Upstream shows scope-global rows to every session of their database;
+        # in a workspace bank only that workspace (and its sessions) reads them.
+        notes.append(f"{shared_rows} selected memories have scope 'global'; after the move "
+                     f"only the workspace of bank {spec.target_bank} sees them.")
     namespaces = [PlanNamespace(source=owner, target=spec.namespaces.get(owner, owner),
                                 rows=sum(t.rows for t in tables),
                                 memories=sum(t.rows for t in tables
@@ -287,7 +297,8 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
     source = paths.default_db_path(base)
     stats = namespace_stats(source)
     specs, root, notes = _resolve(selection, stats, index, register=register)
-    groups = [_plan_group(source, spec, base) for spec in specs] if source.exists() else []
+    groups = ([_plan_group(source, spec, base, notes) for spec in specs]
+              if source.exists() else [])
     groups = [g for g in groups if g.rows]
     shared: list[str] = []
     if source.exists():
