@@ -24,6 +24,7 @@ from pathlib import Path
 from . import identity, paths
 from .errors import RefusedError
 from .index import Index, IndexData, WorkspaceEntry, now_ms
+from .migrate.engine import Progress
 from .migrate.faults import fault
 from .migrate.inventory import namespace_stats
 from .orphans import workspace_rows
@@ -72,7 +73,7 @@ def _refuse_foreign_marker(root: Path, location: identity.Location) -> None:
 
 
 def adopt(namespace: str, path: Path | None = None, *, index: Index | None = None,
-          move: bool = True, progress=None) -> AdoptResult:
+          move: bool = True, progress: Progress | None = None) -> AdoptResult:
     """Pin `namespace` to the directory `path` (default: the current directory)."""
     if not identity.is_workspace_namespace(namespace):
         raise RefusedError(f"{namespace!r} is not a workspace namespace",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import identity, paths
+from .errors import MnemoError
 from .index import Index, IndexData
 from .migrate.inventory import NamespaceStats, namespace_stats
 from .workspace import Orphan
@@ -129,7 +130,7 @@ def suggestions(cwd: Path, index: Index, orphans: list[Orphan],
     data = data or index.load()
     try:
         location = identity.find_workspace(cwd)
-    except Exception:  # a vanished cwd gets no suggestions, not an error
+    except MnemoError:  # a vanished cwd gets no suggestions, not an error
         return []
     here = None
     if location.found:
