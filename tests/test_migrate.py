@@ -254,6 +254,7 @@ def test_journal_records_every_row_with_its_old_namespace(repo: Path, dsh_data: 
     wm = [r for r in rows if r.table == "working_memory"]
     assert len(wm) == 8 and {r.old_session for r in wm} == {"dsh_s1", "dsh_s2"}
     assert {r.new_session for r in wm} == {OWNED}
+    assert {r.old_scope for r in wm} == {"session"} and not any(r.scope_set for r in wm)
     assert group.source_db == str(paths.default_db_path(dsh_data))
     assert sum(group.counts.values()) == len(rows)
 

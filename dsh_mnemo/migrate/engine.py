@@ -137,7 +137,8 @@ def select_rows(conn: sqlite3.Connection, schema: Schema, namespaces: dict[str, 
         cols = (
             f"'{table.name}', {key}, {key}, OWNER, "
             + (f"({sess} IS NOT sm.new), {sess}, sm.new, " if has_session else "0, NULL, NULL, ")
-            + (f"({scope} IS NOT ?), {scope}, ?, " if has_scope else "0, NULL, NULL, ")
+            + (f"({scope} IS NOT ?), {scope}, ?, " if has_scope else
+               f"0, {scope}, NULL, " if table.has(SCOPE_COLUMN) else "0, NULL, NULL, ")
             + (f"({chan} = {sess} AND {chan} IS NOT sm.new), {chan}, sm.new"
                if has_channel else "0, NULL, NULL"))
         for join, owner in sources:
@@ -151,13 +152,11 @@ def select_rows(conn: sqlite3.Connection, schema: Schema, namespaces: dict[str, 
         if table.key_is_text:
             conn.execute("INSERT OR IGNORE INTO temp.mem SELECT key, owner FROM temp.mv "
                          "WHERE tbl = ?", (table.name,))
-    # A channel rewritten only where it equalled the old session id; clear the
-    # values of untouched columns so the journal shows only real changes.
-    conn.execute("UPDATE temp.mv SET old_channel = NULL, new_channel = NULL "
-                 "WHERE channel_set = 0")
-    conn.execute("UPDATE temp.mv SET old_scope = NULL, new_scope = NULL WHERE scope_set = 0")
-    conn.execute("UPDATE temp.mv SET old_session = NULL, new_session = NULL "
-                 "WHERE session_set = 0")
+    # The journal keeps every old value; a new value only where it changes
+    # (a channel only where it equalled the old session id).
+    conn.execute("UPDATE temp.mv SET new_channel = NULL WHERE channel_set = 0")
+    conn.execute("UPDATE temp.mv SET new_scope = NULL WHERE scope_set = 0")
+    conn.execute("UPDATE temp.mv SET new_session = NULL WHERE session_set = 0")
 
 
 def load_rows(conn: sqlite3.Connection, rows: Iterable[list[Any]]) -> None:
