@@ -27,13 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("deploy release build cache docker kubernetes migration schema index query parser "
-         "lexer token session auth login oauth webhook queue worker retry backoff timeout "
-         "logging metrics tracing alert pager staging production canary rollback feature "
-         "flag config yaml json api endpoint route handler middleware test fixture mock "
-         "coverage lint format style branch merge rebase review ticket sprint estimate "
-         "frontend backend database postgres redis kafka s3 bucket lambda terraform module "
-         "variable secret vault certificate dns proxy nginx cdn latency throughput").split()
+WORDS = ["deploy", "release", "build", "cache", "docker", "kubernetes", "migration", "schema", "index", "query", "parser", "lexer", "token", "session", "auth", "login", "oauth", "webhook", "queue", "worker", "retry", "backoff", "timeout", "logging", "metrics", "tracing", "alert", "pager", "staging", "production", "canary", "rollback", "feature", "flag", "config", "yaml", "json", "api", "endpoint", "route", "handler", "middleware", "test", "fixture", "mock", "coverage", "lint", "format", "style", "branch", "merge", "rebase", "review", "ticket", "sprint", "estimate", "frontend", "backend", "database", "postgres", "redis", "kafka", "s3", "bucket", "lambda", "terraform", "module", "variable", "secret", "vault", "certificate", "dns", "proxy", "nginx", "cdn", "latency", "throughput"]
 
 QUERIES = ["how do we deploy a release to production?",
            "where is the database migration schema kept",
@@ -93,7 +87,7 @@ def timed(command: list[str], stdin: bytes | None, cwd: Path, env: dict[str, str
     """Wall-clock ms per call (and, in CPU_MS, user+sys CPU ms of the child)."""
     samples = []
     last = ""
-    for i in range(calls):
+    for _ in range(calls):
         cpu_before = _children_cpu()
         started = time.perf_counter()
         done = subprocess.run(command, input=stdin, capture_output=True, cwd=cwd, env=env)

@@ -212,7 +212,6 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
     holder = data.active_for(old.identityKey) or old
     location = identity.find_workspace(root)
     _refuse_foreign_marker(root, location)
-    marker_path = root / identity.MARKER_NAME
     if location.found and location.root != root:
         raise RefusedError(f"{root} is inside the workspace at {location.root}",
                            hint=f"Rebind that directory instead: mnemo rebind "

@@ -189,8 +189,7 @@ class Command:
 
     def usage(self) -> str:
         parts = [self.name]
-        if self.options or True:  # every command takes -h/--help
-            parts.append("[OPTIONS]")
+        parts.append("[OPTIONS]")  # every command takes -h/--help
         if self.subcommands:
             parts.append("COMMAND [ARGS]...")
         for arg in self.arguments:
@@ -476,10 +475,9 @@ def _roff_params(command: Command, *, include_help: bool = True) -> list[str]:
 
 def render_man(tree: Command) -> str:
     from dsh_mnemo import __version__
+    from dsh_mnemo.cli.config import format_value, type_name
     from dsh_mnemo.config import SCHEMA
     from dsh_mnemo.errors import EXIT_CODE_DESCRIPTIONS
-
-    from dsh_mnemo.cli.config import format_value, type_name
 
     lines = [f'.\\" {GENERATED_NOTE}',
              f'.TH MNEMO 1 "" "mnemo {__version__}" "User Commands"',

@@ -113,7 +113,7 @@ def test_bash_completes_values(tree, tmp_path: Path) -> None:
     if any(c.path == ["hook"] for c in tree.walk()):
         cases[("mnemo", "hook", "")] = ["prompt", "session-end", "turn-end"]
     replies = bash_complete([list(k) for k in cases], tmp_path)
-    assert dict(zip(cases, replies)) == cases
+    assert dict(zip(cases, replies, strict=True)) == cases
 
 
 def test_zsh_script_is_a_compdef_function() -> None:

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from dsh_mnemo.cli import app
 from dsh_mnemo.hook import install as core
 from dsh_mnemo.hook.wrapper import WRAPPER
-from tests.hook_helpers import HARNESSES, WRAPPER as WRAPPER_FILE
+from tests.hook_helpers import HARNESSES
+from tests.hook_helpers import WRAPPER as WRAPPER_FILE
 
 runner = CliRunner()
 
@@ -179,7 +180,7 @@ def test_generic_writes_only_the_wrapper(data_dir: Path) -> None:
 
 
 def test_installed_wrapper_is_the_shipped_one_filled_in(data_dir: Path) -> None:
-    assert WRAPPER == WRAPPER_FILE.read_text()  # the package copy matches hooks/
+    assert WRAPPER_FILE.read_text() == WRAPPER  # the package copy matches hooks/
     core.install("claude-code")
     text = core.wrapper_path().read_text()
     for placeholder in core.WRAPPER_PLACEHOLDERS:

@@ -23,7 +23,6 @@ from dsh_mnemo.hook.spool import Spool
 from dsh_mnemo.hook.strip import strip_injected
 from tests.hook_helpers import EVENTS, HARNESSES, PAYLOADS, payload
 
-
 # ─── Events ────────────────────────────────────────────────────────────────
 
 def test_every_harness_has_a_recorded_payload_for_every_event() -> None:

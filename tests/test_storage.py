@@ -257,7 +257,7 @@ def test_rows_past_the_ttl_survive_a_write_and_are_consolidated(make_repo, data_
     assert set(old) <= {i for s in summaries for i in (s[1] or "").split(",")}
     # Each old row is still recalled on its own words (a query matching all
     # three returns their summary instead, which upstream prefers).
-    for memory_id, words in zip(old, ("webhooks", "weasyprint", "tax table")):
+    for memory_id, words in zip(old, ("webhooks", "weasyprint", "tax table"), strict=True):
         assert memory_id in {m.id for m in storage.recall(ctx, words, top_k=5)}
 
 

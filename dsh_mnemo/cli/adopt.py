@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from .. import adopt as core
 from ..index import Index
-from .common import JsonOpt, emit_json, escape, out, run, settings
+from .common import JsonOpt, emit_json, escape, lazy, out, run, settings
 from .migrate import _progress
+
+core = lazy("dsh_mnemo.adopt")
 
 PathArg = Annotated[Path | None, typer.Argument(
     help="Workspace directory (default: the current directory).", show_default=False)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -24,6 +25,26 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 T = TypeVar("T")
+
+
+class _LazyModule:
+    """A core module imported on first use.
+
+    Each command needs one core module; importing all of them up front
+    (migration, doctor, hooks …) would slow every `mnemo` invocation.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        module = importlib.import_module(self._name)
+        self.__dict__.update(module.__dict__)
+        return getattr(module, attr)
+
+
+def lazy(name: str) -> Any:
+    return _LazyModule(name)
 
 
 def settings(*, json_errors: bool = False) -> Settings:

@@ -7,14 +7,18 @@ from typing import Annotated
 
 import typer
 
-from .. import doctor as core
 from .. import paths
 from ..config import Settings, apply_environment, load_settings
 from ..errors import ExitCode, MnemoError
-from .common import JsonOpt, emit_json, escape, exit_with, out, run
+from .common import JsonOpt, emit_json, escape, exit_with, lazy, out, run
 
-_STYLE = {core.OK: "green", core.INFO: "cyan", core.WARN: "yellow", core.FAIL: "bold red",
-          core.UNKNOWN: "dim"}
+core = lazy("dsh_mnemo.doctor")
+
+
+
+def _style(status: str) -> str:
+    return {core.OK: "green", core.INFO: "cyan", core.WARN: "yellow", core.FAIL: "bold red",
+            core.UNKNOWN: "dim"}.get(status, "")
 
 
 def _for_people(checks: list[core.Check]) -> list[core.Check]:
@@ -59,7 +63,7 @@ def doctor(path: Annotated[Path | None, typer.Argument(
         emit_json("doctor", report)
     else:
         for check in _for_people(report.checks):
-            style = _STYLE.get(check.status, "")
+            style = _style(check.status)
             out.print(f"[{style}]{check.status:>7}[/]  [bold]{escape(check.name)}[/]: "
                       f"{escape(check.summary)}")
             if check.fix and check.status != core.OK:

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ..hook import install as core
 from ..hook.events import EVENTS, HARNESSES
-from .common import JsonOpt, emit_json, err, escape, out, run, settings
+from .common import JsonOpt, emit_json, err, escape, lazy, out, run, settings
+
+core = lazy("dsh_mnemo.hook.install")
 
 HarnessOpt = Annotated[str, typer.Option(
     "--harness", help=f"The harness: {', '.join(HARNESSES)}.", show_default=False)]

@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
-from .. import memory as core
 from ..errors import ExitCode, RefusedError
-from .common import JsonOpt, emit_json, err, escape, exit_with, out, run, settings
+from .common import JsonOpt, emit_json, err, escape, exit_with, lazy, out, run, settings
+
+core = lazy("dsh_mnemo.memory")
 
 class Scope(str, Enum):
     session = "session"
@@ -136,7 +137,8 @@ def stats(
 def sleep(
     all_banks: Annotated[bool, typer.Option(
         "--all", help="Every namespace of every bank that has due rows (for cron).")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what is due; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Report what is due; write nothing.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Consolidate every unconsolidated row, whatever its age.")] = False,
     session: SessionOpt = None,

@@ -10,10 +10,11 @@ from typing import Annotated
 
 import typer
 
-from .. import migrate as core
 from ..errors import ExitCode
 from ..index import Index
-from .common import JsonOpt, emit_json, err, escape, out, run, settings
+from .common import JsonOpt, emit_json, err, escape, lazy, out, run, settings
+
+core = lazy("dsh_mnemo.migrate")
 
 app = typer.Typer(
     name="migrate", no_args_is_help=False, invoke_without_command=True,

@@ -20,9 +20,8 @@ import threading
 import time
 from typing import IO, Any
 
-from . import log
+from . import log, speed
 from .events import EVENTS, HARNESSES, neutral_output
-from . import speed
 from .speed import fast_yaml
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024

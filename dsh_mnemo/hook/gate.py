@@ -27,16 +27,7 @@ LOW_IMPORTANCE = 0.65
 DUP_JACCARD = 0.72
 DUP_CONTAINMENT = 0.86
 
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren as at be because been
-before being below between both but by can cannot could did didn do does doesn doing don
-down during each few for from further had has have having he her here hers herself him
-himself his how i if in into is isn it its itself just let me more most my myself no nor
-not now of off on once only or other our ours ourselves out over own same she should so
-some such than that the their theirs them themselves then there these they this those
-through to too under until up very was wasn we were weren what when where which while who
-whom why will with won would you your yours yourself yourselves use used using get got
-""".split())
+STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn", "we", "were", "weren", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "won", "would", "you", "your", "yours", "yourself", "yourselves", "use", "used", "using", "get", "got"])
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -55,7 +55,7 @@ class RowMove:
 
     @classmethod
     def from_list(cls, values: list[Any]) -> RowMove:
-        data = dict(zip(ROW_FIELDS, values))
+        data = dict(zip(ROW_FIELDS, values, strict=False))
         for flag in ("session_set", "scope_set", "channel_set"):
             data[flag] = bool(data[flag])
         return cls(**data)

@@ -102,7 +102,8 @@ def _unique_text_column(conn: sqlite3.Connection, schema: str, table: str,
         if not unique:
             continue
         cols = [r[2] for r in conn.execute(f"PRAGMA {schema}.index_info({quote(index_name)})")]
-        if len(cols) == 1 and cols[0] in columns and "INT" not in columns[cols[0]].decl_type.upper():
+        if (len(cols) == 1 and cols[0] in columns
+                and "INT" not in columns[cols[0]].decl_type.upper()):
             return cols[0]
     return None
 
