@@ -31,16 +31,24 @@ say "# each repository recalls only its own memory (plus global):"
 cd "$HOME/src/shop"; run "$MNEMO" recall "how do we deploy"
 cd "$HOME/src/blog"; run "$MNEMO" recall "how do we deploy"
 
-say "# a harness prompt hook (Claude Code format) injects the shop's memory:"
+say "# a harness prompt hook (Claude Code's UserPromptSubmit) injects the shop's memory:"
 cd "$HOME/src/shop"
-payload=$(printf '{"session_id":"s1","cwd":"%s","hook_event_name":"UserPromptSubmit","prompt":"remind me how we deploy the shop"}' "$HOME/src/shop")
-say "echo '$payload' | hooks/mnemo-hook.sh prompt --harness claude-code"
-if [ -x "$HOOKS/mnemo-hook.sh" ]; then
-  printf '%s' "$payload" | MNEMO_BIN="$MNEMO" "$HOOKS/mnemo-hook.sh" prompt --harness claude-code
-else
-  printf '%s' "$payload" | "$MNEMO" hook prompt --harness claude-code
-fi
-echo
+hook() {  # EVENT HARNESS JSON: run the fail-open wrapper exactly as a harness config does
+  say "echo '$3' | hooks/mnemo-hook.sh $1 $2"
+  printf '%s' "$3" | MNEMO_BIN="$MNEMO" "$HOOKS/mnemo-hook.sh" "$1" "$2"; echo
+}
+hook prompt claude-code "$(printf '{"session_id":"s1","cwd":"%s","hook_event_name":"UserPromptSubmit","prompt":"remind me how we deploy the shop"}' "$HOME/src/shop")"
+
+say "# Codex CLI, same repository: the user states a decision; the turn end stores it"
+hook prompt codex "$(printf '{"session_id":"c7","cwd":"%s","hook_event_name":"UserPromptSubmit","prompt":"From now on the shop uses Postgres 16 for its database, not MySQL."}' "$HOME/src/shop")"
+hook turn-end codex "$(printf '{"session_id":"c7","cwd":"%s","hook_event_name":"Stop","last_assistant_message":"Noted."}' "$HOME/src/shop")"
+
+say "# Gemini CLI, a new conversation, recalls what the Codex conversation captured:"
+hook prompt gemini "$(printf '{"session_id":"g1","cwd":"%s","hook_event_name":"BeforeAgent","prompt":"which database does the shop use?"}' "$HOME/src/shop")"
+
+say "# ...and the blog's conversations never see it:"
+hook prompt claude-code "$(printf '{"session_id":"b1","cwd":"%s","hook_event_name":"UserPromptSubmit","prompt":"which database does the shop use?"}' "$HOME/src/blog")"
+echo "(no output: nothing relevant in the blog's memory)"
 
 say "# move and rename the repository: same memory"
 mv "$HOME/src/shop" "$HOME/src/shop-renamed"
