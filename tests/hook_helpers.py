@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
+from dsh_mnemo import workspace
 from tests.conftest import mnemo_executable
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -142,6 +146,42 @@ def log_text(data_dir: Path) -> str:
 
 
 def bind(path: Path) -> None:
-    from dsh_mnemo import workspace
 
     workspace.bind(path)
+
+
+def configure(**values: object) -> None:
+    path = Path(os.environ["MNEMO_CONFIG"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A roomy deadline unless a test sets one: a loaded CI machine must not
+    # turn a slow hook into a missing row.
+    values = {"hooks__deadline_seconds": 10.0, **values}
+    tree: dict[str, object] = {}
+    for dotted, value in values.items():
+        node = tree
+        *parents, leaf = dotted.split("__")
+        for part in parents:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        node[leaf] = value
+    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
+
+
+
+def user_rows(data_dir: Path) -> list[str]:
+    return [content for _, _, content in all_rows(data_dir, ("working_memory",))
+            if content.startswith("[USER]")]
+
+
+
+@pytest.fixture
+def roomy_deadline(isolated_env: Path) -> None:
+    """A roomy hook deadline for every test that does not set its own."""
+    configure()
+
+
+@pytest.fixture
+def repo(make_repo) -> Path:
+    path = make_repo("app")
+    workspace.bind(path)
+    return path
+

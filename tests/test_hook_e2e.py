@@ -11,54 +11,26 @@ import threading
 from pathlib import Path
 
 import pytest
-import yaml
 
-from dsh_mnemo import workspace
 from dsh_mnemo.hook.inject import PREFACE
 from tests.hook_helpers import (
     HARNESSES,
     WRAPPER,
-    all_rows,
+    configure,
     injected_text,
     log_text,
     payload,
+    repo,  # noqa: F401  (fixture)
+    roomy_deadline,  # noqa: F401  (fixture)
     run_cli_hook,
     run_wrapper,
+    user_rows,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("roomy_deadline")]
 
 DEPLOY = "We deploy with make release, never by hand on Fridays"
 QUESTION = "how do we deploy a release?"
-
-
-def configure(**values: object) -> None:
-    path = Path(os.environ["MNEMO_CONFIG"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A roomy deadline unless a test sets one: a loaded CI machine must not
-    # turn a slow hook into a missing row.
-    values = {"hooks__deadline_seconds": 10.0, **values}
-    tree: dict[str, object] = {}
-    for dotted, value in values.items():
-        section, key = dotted.split("__")
-        tree.setdefault(section, {})[key] = value  # type: ignore[index]
-    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
-
-
-def user_rows(data_dir: Path) -> list[str]:
-    return [c for _, _, c in all_rows(data_dir, ("working_memory",)) if c.startswith("[USER]")]
-
-
-@pytest.fixture(autouse=True)
-def roomy_deadline(isolated_env: Path) -> None:
-    configure()
-
-
-@pytest.fixture
-def repo(make_repo) -> Path:
-    path = make_repo("app")
-    workspace.bind(path)
-    return path
 
 
 @pytest.mark.parametrize("harness", HARNESSES)

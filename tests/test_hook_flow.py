@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from dsh_mnemo import storage, workspace
 from dsh_mnemo.hook.inject import HINT_PREFIX, PREFACE
@@ -15,12 +14,18 @@ from tests.hook_helpers import (
     HARNESSES,
     INJECTING,
     all_rows,
+    configure,
     injected_text,
     log_text,
     payload,
     raw_bytes_of_databases,
+    repo,  # noqa: F401  (fixture)
+    roomy_deadline,  # noqa: F401  (fixture)
     run_inprocess,
+    user_rows,
 )
+
+pytestmark = pytest.mark.usefixtures("roomy_deadline")
 
 DEPLOY = "We deploy with make release, never by hand on Fridays"
 QUESTION = "how do we deploy a release?"
@@ -33,22 +38,6 @@ def fresh_storage() -> None:
     storage.reset_cache()
 
 
-def configure(**values: object) -> None:
-    path = Path(os.environ["MNEMO_CONFIG"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A roomy deadline unless a test sets one: a loaded CI machine must not
-    # turn a slow hook into a missing row.
-    values = {"hooks__deadline_seconds": 10.0, **values}
-    tree: dict[str, object] = {}
-    for dotted, value in values.items():
-        node = tree
-        *parents, leaf = dotted.split("__")
-        for part in parents:
-            node = node.setdefault(part, {})  # type: ignore[assignment]
-        node[leaf] = value
-    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
-
-
 def turn(harness: str, repo: Path, prompt: str, reply: str = "Sure.", session: str = "s1") -> str:
     """A full turn; returns what the prompt hook printed."""
     out = run_inprocess("prompt", harness, payload(harness, "prompt", cwd=repo, session=session,
@@ -56,23 +45,6 @@ def turn(harness: str, repo: Path, prompt: str, reply: str = "Sure.", session: s
     run_inprocess("turn-end", harness, payload(harness, "turn-end", cwd=repo, session=session,
                                                prompt=prompt, reply=reply))
     return out
-
-
-def user_rows(data_dir: Path) -> list[str]:
-    return [content for _, _, content in all_rows(data_dir, ("working_memory",))
-            if content.startswith("[USER]")]
-
-
-@pytest.fixture(autouse=True)
-def roomy_deadline(isolated_env: Path) -> None:
-    configure()
-
-
-@pytest.fixture
-def repo(make_repo) -> Path:
-    path = make_repo("app")
-    workspace.bind(path)
-    return path
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
