@@ -141,8 +141,11 @@ def coerce(key: Key, value: Any, *, from_text: bool = False) -> Any:
         return value
     if key.type in (int, float):
         if from_text and isinstance(value, str):
+            text = value.strip()
             try:
-                value = key.type(value.strip())
+                # Parse "2.5" as a number first, so an int key says "whole number".
+                value = int(text) if key.type is int and text.lstrip("+-").isdigit() \
+                    else float(text)
             except ValueError:
                 raise ConfigError(f"{where} must be a number, not {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):

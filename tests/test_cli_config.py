@@ -80,7 +80,7 @@ def test_get_prints_the_value_in_the_form_set_accepts() -> None:
 @pytest.mark.parametrize("key, text, message", [
     ("prefetch.top_k", "many", "must be a number"),
     ("prefetch.top_k", "0", "at least 1"),
-    ("prefetch.top_k", "2.5", "`prefetch.top_k` must be"),
+    ("prefetch.top_k", "2.5", "must be a whole number"),
     ("prefetch.enabled", "maybe", "true or false"),
     ("recall_mode", "everything", "must be one of"),
     ("capture.roles", "user,robot", "unknown item"),
