@@ -21,7 +21,7 @@ from typer.testing import CliRunner, Result
 from dsh_mnemo import paths, storage, workspace
 from dsh_mnemo.cli import app
 from dsh_mnemo.cli.common import settings as cli_settings
-from dsh_mnemo.config import Settings, validate
+from dsh_mnemo.config import Settings, _nest, validate
 
 # Every table that can hold a memory row by id, and carries a session_id.
 ROW_TABLES = ("working_memory", "episodic_memory", "memories")
@@ -55,17 +55,6 @@ def bind_repo(path: Path) -> Repo:
 def make_settings(**values: Any) -> Settings:
     """Validated settings (dotted keys) without touching the config file."""
     return Settings(values=validate(_nest(values)))
-
-
-def _nest(flat: dict[str, Any]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for name, value in flat.items():
-        node = tree
-        *parents, leaf = name.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return tree
 
 
 def prepare() -> Settings:
