@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -242,7 +241,3 @@ def list_workspaces(*, index: Index | None = None, cwd: Path | None = None
                             pending=orphan_scan.pending_moves(index, data),
                             index_recovered_from=index.recovery.moved_to
                             if index.recovery else None)
-
-
-def cwd_or(path: Path | None) -> Path:
-    return path if path is not None else Path(os.getcwd())
