@@ -46,8 +46,9 @@ def populate(base: Path, root: Path, own: int, others: int, workspaces: int) -> 
     os.environ["MNEMO_CONFIG"] = str(base / "config.yaml")
     os.environ["HOME"] = str(base / "home")
     os.environ.setdefault("MNEMOSYNE_NO_EMBEDDINGS", "1")
-    from dsh_mnemo import storage, workspace
     from dsh_mnemo.config import apply_environment, load_settings
+    from dsh_mnemo.memory import store as storage
+    from dsh_mnemo.workspace import binding as workspace
 
     apply_environment(load_settings())
     rng = random.Random(7)
@@ -58,7 +59,7 @@ def populate(base: Path, root: Path, own: int, others: int, workspaces: int) -> 
         workspace.bind(repo)
         repos.append(repo)
     settings = load_settings()
-    from dsh_mnemo.context import resolve_memory_context
+    from dsh_mnemo.workspace.context import resolve_memory_context
 
     plan = [(repos[0], own)] + [(r, others // workspaces) for r in repos[1:]]
     started = time.perf_counter()

@@ -95,8 +95,8 @@ class Bench:
         """Point mnemo (and upstream) at `data`, as `settings()` does for a command."""
         os.environ["MNEMO_DATA_DIR"] = str(data)
         os.environ["MNEMO_CONFIG"] = str(self.work / "config.yaml")
-        from dsh_mnemo import storage
         from dsh_mnemo.cli.common import settings
+        from dsh_mnemo.memory import store as storage
 
         storage.reset_cache()
         self.settings = settings()
@@ -140,8 +140,9 @@ class Bench:
 
     def measured_workspace(self, data: Path) -> tuple[Path, list[tuple[str, str]]]:
         """A bound repo with 1,000 rows: 950 project notes and 50 planted memories."""
-        from dsh_mnemo import storage, workspace
-        from dsh_mnemo.context import resolve_memory_context
+        from dsh_mnemo.memory import store as storage
+        from dsh_mnemo.workspace import binding as workspace
+        from dsh_mnemo.workspace.context import resolve_memory_context
 
         repo = data.parent / "home" / "measured"
         repo.mkdir(parents=True, exist_ok=True)
@@ -168,7 +169,7 @@ class Bench:
 
     # ── measurements ──
     def latencies(self, repo: Path, planted: list[tuple[str, str]]) -> dict[str, object]:
-        from dsh_mnemo import memory
+        from dsh_mnemo.memory import ops as memory
 
         rng = random.Random(4)
         memory.recall(self.settings, "warm up", cwd=repo)  # open the banks once
@@ -198,7 +199,7 @@ class Bench:
 
     def shared_layout(self, data: Path, repo_db: Path, others: int) -> dict[str, object]:
         """The same rows in ONE database, recalled through upstream directly."""
-        from dsh_mnemo import storage
+        from dsh_mnemo.memory import store as storage
 
         shared = data / "shared-layout.db"
         storage.init_bank(shared)
@@ -315,7 +316,8 @@ def main() -> None:
             shared = None
             if not args.no_shared:
                 t0 = time.perf_counter()
-                from dsh_mnemo import context, storage
+                from dsh_mnemo.memory import store as storage
+                from dsh_mnemo.workspace import context
 
                 ctx = context.resolve_memory_context(repo, None, bench.settings)
                 layout = bench.shared_layout(data, storage.read_target(ctx).db_path(), banks)

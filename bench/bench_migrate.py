@@ -110,8 +110,8 @@ def bench(rows: int) -> dict[str, float]:
         _clone(db, max(0, -(-rows // per_copy) - 1))
         legacy = _count(db, "SELECT count(*) FROM working_memory")
 
-        from dsh_mnemo import workspace
         from dsh_mnemo.migrate import Selection, plan_migration, revert_migration, run_migration
+        from dsh_mnemo.workspace import binding as workspace
 
         os.chdir(root / "home" / "repo")
         workspace.bind(root / "home" / "repo")

@@ -33,15 +33,11 @@ from typing import Any
 from . import paths
 from .config import Settings, load_settings
 from .errors import MnemoError
+from .harnesses.registry import NAMES as HARNESSES
 
 OK, INFO, WARN, FAIL, UNKNOWN = "ok", "info", "warn", "fail", "unknown"
 ACTION_STATUSES = (WARN, FAIL)
 
-# Harnesses `mnemo hooks install` knows; doctor asks the installer about each.
-try:
-    from .hook.events import HARNESSES
-except ImportError:  # a build without the hook package still gets a doctor
-    HARNESSES = ("claude-code", "codex", "gemini", "cursor", "qwen", "generic")
 
 # The range this release is tested against; the installed distribution's own
 # metadata wins when it is available (they are kept equal by a test).
@@ -253,7 +249,7 @@ def check_data_dir(base: Path) -> Check:
 
 
 def check_index(base: Path) -> Check:
-    from .index import Index
+    from .workspace.index import Index
 
     index = Index(base)
     details: dict[str, Any] = {"path": str(index.path)}
@@ -318,8 +314,8 @@ def check_workspace(cwd: Path, settings: Settings, base: Path) -> Check:
     `resolve_memory_context` would register the workspace (and recover a
     corrupt index), so the lookup is redone here read-only.
     """
-    from . import identity
-    from .index import Index
+    from .workspace import identity
+    from .workspace.index import Index
 
     try:
         location = identity.find_workspace(cwd)
@@ -392,20 +388,12 @@ def program_exists(program: str) -> bool:
 
 
 def check_hooks(base: Path | None = None) -> list[Check]:
-    try:
-        install = importlib.import_module("dsh_mnemo.hook.install")
-        harness_status = install.harness_status
-    except (ImportError, AttributeError):
-        return [Check("hooks", UNKNOWN, "this build cannot inspect harness hooks "
-                      "(dsh_mnemo.hook.install is missing)")]
+    from .harnesses.install import harness_status
+
     checks = []
     for harness in HARNESSES:
         try:
-            try:
-                raw = harness_status(harness, project=None, base=base)
-            except TypeError:  # an installer without the data-dir parameter
-                raw = harness_status(harness, project=None)
-            status = _status_of(raw)
+            status = _status_of(harness_status(harness, project=None, base=base))
         except Exception as exc:  # the installer must not break the whole report
             checks.append(Check(f"hooks:{harness}", UNKNOWN,
                                 f"cannot inspect: {type(exc).__name__}: {exc}"))

@@ -137,7 +137,6 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
 )
 
 # Values of parameters the app types as plain strings.
-FALLBACK_HARNESSES = ("claude-code", "codex", "gemini", "cursor", "qwen", "generic")
 
 # ---------------------------------------------------------------------------
 # A plain model of the command tree, read from the Typer/Click objects.
@@ -301,19 +300,15 @@ def _param(command_path: list[str], raw: Any) -> Param | None:
 
 
 def _harnesses() -> tuple[str, ...]:
-    try:
-        from dsh_mnemo.hook.events import HARNESSES
-    except ImportError:
-        return FALLBACK_HARNESSES
-    return tuple(HARNESSES)
+    from dsh_mnemo.harnesses.registry import NAMES
+
+    return NAMES
 
 
 def _hook_events() -> tuple[str, ...]:
-    try:
-        from dsh_mnemo.hook.events import EVENTS
-    except ImportError:
-        return ("prompt", "turn-end", "session-end")
-    return tuple(EVENTS)
+    from dsh_mnemo.harnesses.registry import EVENTS
+
+    return EVENTS
 
 
 def load_tree() -> Command:

@@ -1,7 +1,7 @@
 """Helpers for the foundation tests (identity, index, context, bind/status).
 
 The SPEC formulas are recomputed here from scratch with hashlib and a regex,
-never through `dsh_mnemo.identity`, so a bug there cannot hide in the test.
+never through `dsh_mnemo.workspace.identity`, so a bug there cannot hide in the test.
 """
 
 from __future__ import annotations

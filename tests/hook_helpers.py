@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dsh_mnemo import workspace
+from dsh_mnemo.workspace import binding as workspace
 from tests.conftest import mnemo_executable
 
 PAYLOADS = Path(__file__).parent / "payloads"

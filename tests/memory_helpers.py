@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from dsh_mnemo import paths, storage, workspace
+from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.cli.common import settings as cli_settings
 from dsh_mnemo.config import Settings, _nest, validate
+from dsh_mnemo.memory import store as storage
+from dsh_mnemo.workspace import binding as workspace
 
 # Every table that can hold a memory row by id, and carries a session_id.
 ROW_TABLES = ("working_memory", "episodic_memory", "memories")

@@ -13,7 +13,6 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-from dsh_mnemo import identity
 from dsh_mnemo.migrate.schema import (
     CHANNEL_COLUMN,
     SCOPE_COLUMN,
@@ -21,6 +20,7 @@ from dsh_mnemo.migrate.schema import (
     discover,
     quote,
 )
+from dsh_mnemo.workspace import identity
 
 TEXTS = (
     "I prefer tabs over spaces in Python code for {tag}.",
@@ -179,7 +179,7 @@ def dsh_data(dsh_template: Path, data_dir: Path) -> Path:
 
 def bind_repo(path: Path, workspace_uuid: str) -> Path:
     """A directory carrying a (DSH-era) marker, registered as mnemo would."""
-    from dsh_mnemo import workspace
+    from dsh_mnemo.workspace import binding as workspace
 
     path.mkdir(parents=True, exist_ok=True)
     (path / identity.MARKER_NAME).write_text(identity.marker_text(workspace_uuid))

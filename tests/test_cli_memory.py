@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import consolidate, paths, storage
+from dsh_mnemo import paths
 from dsh_mnemo.errors import ExitCode
+from dsh_mnemo.memory import consolidate
+from dsh_mnemo.memory import store as storage
 from tests.memory_helpers import (
     age_rows,
     bind_repo,

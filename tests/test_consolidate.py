@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import consolidate, paths, storage
-from dsh_mnemo.context import resolve_memory_context
+from dsh_mnemo import paths
 from dsh_mnemo.errors import BusyError
+from dsh_mnemo.memory import consolidate
+from dsh_mnemo.memory import store as storage
+from dsh_mnemo.workspace.context import resolve_memory_context
 from tests.memory_helpers import (
     age_rows,
     bind_repo,
@@ -193,7 +195,7 @@ def test_sleep_never_creates_hermes_home(make_repo, data_dir, isolated_env, monk
 
 BATCH_SCRIPT = textwrap.dedent("""
     import json, sys
-    from dsh_mnemo import consolidate, storage
+    from dsh_mnemo.memory import consolidate, store as storage
     from dsh_mnemo.cli.common import settings
     settings()
     target = storage.Target(bank=sys.argv[1], namespace=sys.argv[2], level="workspace")

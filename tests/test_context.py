@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import workspace
 from dsh_mnemo.config import Settings, validate
-from dsh_mnemo.context import resolve_memory_context
 from dsh_mnemo.errors import RefusedError
-from dsh_mnemo.index import Index
+from dsh_mnemo.workspace import binding as workspace
+from dsh_mnemo.workspace.context import resolve_memory_context
+from dsh_mnemo.workspace.index import Index
 from tests.foundation_helpers import (
     commit_all,
     expected_bank,

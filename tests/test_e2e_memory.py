@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import paths, storage
+from dsh_mnemo import paths
+from dsh_mnemo.memory import store as storage
 from tests.conftest import git_init, mnemo_executable
 from tests.memory_helpers import (
     age_rows,

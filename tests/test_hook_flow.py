@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import storage, workspace
 from dsh_mnemo.hook.inject import HINT_PREFIX, PREFACE
+from dsh_mnemo.memory import store as storage
+from dsh_mnemo.workspace import binding as workspace
 from tests.hook_helpers import (
     HARNESSES,
     INJECTING,

@@ -10,8 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dsh_mnemo.cli import app
-from dsh_mnemo.hook import install as core
-from dsh_mnemo.hook.wrapper import WRAPPER
+from dsh_mnemo.harnesses import install as core
 from tests.hook_helpers import HARNESSES
 from tests.hook_helpers import WRAPPER as WRAPPER_FILE
 
@@ -71,12 +70,12 @@ def test_install_keeps_everything_else_and_is_idempotent(harness: str, data_dir:
         == EXISTING[harness]
     after = json.loads(path.read_text())
     # every foreign key and hook survives untouched
-    spec = core.SPECS[harness]
+    spec = core.spec_for(harness)
     assert _without_ours(after, spec) == EXISTING[harness]
     ours = our_entries(after)
-    names = core.EVENT_NAMES[harness]
-    assert set(ours) == {names[k] for k in spec.events}
-    for kind in spec.events:
+    names = spec.event_names
+    assert set(ours) == {names[k] for k in spec.installed_events}
+    for kind in spec.installed_events:
         (entry,) = ours[names[kind]]
         assert entry["command"].endswith(f" {kind} {harness}")
         wrapper = Path(entry["command"].split(" ")[0])
@@ -87,7 +86,7 @@ def test_install_keeps_everything_else_and_is_idempotent(harness: str, data_dir:
     assert json.loads(path.read_text()) == after
 
 
-def _without_ours(document: dict, spec: core.HarnessSpec) -> dict:
+def _without_ours(document: dict, spec: core.Harness) -> dict:
     clone = json.loads(json.dumps(document))
     core.remove_ours(clone, spec, Path("x"))
     return clone
@@ -180,7 +179,9 @@ def test_generic_writes_only_the_wrapper(data_dir: Path) -> None:
 
 
 def test_installed_wrapper_is_the_shipped_one_filled_in(data_dir: Path) -> None:
-    assert WRAPPER_FILE.read_text() == WRAPPER  # the package copy matches hooks/
+    # hooks/mnemo-hook.sh is the packaged wrapper itself (a link to the package data)
+    assert WRAPPER_FILE.read_text() == core.wrapper_source()
+    assert WRAPPER_FILE.resolve() == (Path(core.__file__).parent / core.WRAPPER_NAME)
     core.install("claude-code")
     text = core.wrapper_path().read_text()
     for placeholder in core.WRAPPER_PLACEHOLDERS:
@@ -233,6 +234,6 @@ def test_config_snippets_in_hooks_dir_match_what_install_writes(harness: str) ->
     from tests.hook_helpers import REPO
 
     document: dict = {}
-    core.add_ours(document, core.SPECS[harness], Path("/path/to/mnemo-hook.sh"), Path("x"))
+    core.add_ours(document, core.spec_for(harness), Path("/path/to/mnemo-hook.sh"), Path("x"))
     snippet = json.loads((REPO / "hooks" / f"{harness}.json").read_text())
     assert snippet == document

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import identity
 from dsh_mnemo.errors import ExitCode, RefusedError
-from dsh_mnemo.identity import (
+from dsh_mnemo.workspace import identity
+from dsh_mnemo.workspace.identity import (
     MarkerError,
     check_bindable,
     find_workspace,
@@ -105,7 +105,7 @@ def test_a_fifo_marker_does_not_hang_the_search(make_repo) -> None:
     os.mkfifo(repo / MARKER)
     # In a child with a timeout: a regression would block on the FIFO forever.
     done = run_python("from pathlib import Path\n"
-                      "from dsh_mnemo.identity import find_workspace\n"
+                      "from dsh_mnemo.workspace.identity import find_workspace\n"
                       "loc = find_workspace(Path.cwd())\n"
                       "print(loc.found, [p.reason for p in loc.problems])",
                       cwd=repo, timeout=20)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import workspace
 from dsh_mnemo.config import Settings
-from dsh_mnemo.context import resolve_memory_context
 from dsh_mnemo.errors import BusyError, ExitCode
 from dsh_mnemo.fsutil import release_lock, try_lock
-from dsh_mnemo.index import Index, IndexData, WorkspaceEntry
+from dsh_mnemo.workspace import binding as workspace
+from dsh_mnemo.workspace.context import resolve_memory_context
+from dsh_mnemo.workspace.index import Index, IndexData, WorkspaceEntry
 from tests.foundation_helpers import (
     expected_bank,
     expected_namespace,
@@ -292,8 +292,8 @@ def test_a_dsh_plugin_index_loads_and_keeps_its_fields(data_dir: Path) -> None:
 WRITER = """
 import sys, time
 from pathlib import Path
-from dsh_mnemo import workspace
-from dsh_mnemo.index import Index, WorkspaceEntry
+from dsh_mnemo.workspace import binding as workspace
+from dsh_mnemo.workspace.index import Index, WorkspaceEntry
 
 go, repo, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 while not go.exists():

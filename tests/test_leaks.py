@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import identity, memory, paths
+from dsh_mnemo import paths
 from dsh_mnemo.errors import FilteredError, RefusedError, UnboundError
+from dsh_mnemo.memory import ops as memory
+from dsh_mnemo.workspace import identity
 from tests.conftest import git_init
 from tests.memory_helpers import (
     Repo,

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dsh_mnemo import identity, paths
+from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.config import load_settings
 from dsh_mnemo.errors import ExitCode, RefusedError
 from dsh_mnemo.migrate import Selection, plan_migration, revert_migration, run_migration
 from dsh_mnemo.migrate import journal as journals
 from dsh_mnemo.migrate.schema import discover
+from dsh_mnemo.workspace import identity
 from tests.migrate_helpers import (  # noqa: F401  (fixtures)
     ORPHAN_UUID,
     OWNED_UUID,
@@ -145,8 +146,8 @@ def test_legacy_rows_move_into_the_workspace_with_ids_kept_and_namespace_rewritt
     assert not legacy_ids & set(remaining)
     assert audit(dsh_data) == before  # every row still exists exactly once
     # Upstream full-text search finds the moved rows in their new bank.
-    from dsh_mnemo import storage
-    from dsh_mnemo.context import resolve_memory_context
+    from dsh_mnemo.memory import store as storage
+    from dsh_mnemo.workspace.context import resolve_memory_context
 
     storage.reset_cache()
     ctx = resolve_memory_context(repo, None, load_settings())
@@ -299,8 +300,8 @@ def test_revert_from_backup_restores_both_databases(repo: Path, dsh_data: Path):
 
 def test_integer_keys_taken_in_the_target_get_fresh_ones_and_revert_restores_them(
         repo: Path, dsh_data: Path):
-    from dsh_mnemo import storage
-    from dsh_mnemo.context import resolve_memory_context
+    from dsh_mnemo.memory import store as storage
+    from dsh_mnemo.workspace.context import resolve_memory_context
 
     storage.reset_cache()
     ctx = resolve_memory_context(repo, None, load_settings())

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dsh_mnemo import paths
+from dsh_mnemo.faults import EXIT_CODE
 from dsh_mnemo.migrate import Selection, revert_migration, run_migration
 from dsh_mnemo.migrate import journal as journals
-from dsh_mnemo.migrate.faults import EXIT_CODE
 from tests.conftest import mnemo_executable
 from tests.migrate_helpers import (  # noqa: F401  (fixtures)
     OWNED_UUID,

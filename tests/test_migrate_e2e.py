@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import identity, paths
+from dsh_mnemo import paths
+from dsh_mnemo.workspace import identity
 from tests.conftest import mnemo_executable
 from tests.migrate_helpers import (  # noqa: F401  (fixtures)
     ORPHAN_UUID,

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dsh_mnemo import identity, paths
+from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.errors import DataError, ExitCode
 from dsh_mnemo.migrate import Selection, revert_migration, run_migration
 from dsh_mnemo.migrate import journal as journals
+from dsh_mnemo.workspace import identity
 from tests.migrate_helpers import (  # noqa: F401  (fixtures)
     OWNED_UUID,
     audit,

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dsh_mnemo import identity, paths, storage
+from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.config import load_settings
-from dsh_mnemo.context import resolve_memory_context
-from dsh_mnemo.index import Index
+from dsh_mnemo.memory import store as storage
+from dsh_mnemo.workspace import identity
+from dsh_mnemo.workspace.context import resolve_memory_context
+from dsh_mnemo.workspace.index import Index
 from tests.migrate_helpers import (  # noqa: F401  (fixtures)
     ORPHAN_UUID,
     OWNED_UUID,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_mnemo.scrub import scrub
+from dsh_mnemo.memory.scrub import scrub
 
 SECRETS = {
     "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx1234567890",

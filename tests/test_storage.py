@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import identity, paths, storage
-from dsh_mnemo.context import resolve_memory_context
+from dsh_mnemo import paths
 from dsh_mnemo.errors import RefusedError, UnboundError
+from dsh_mnemo.memory import store as storage
+from dsh_mnemo.workspace import identity
+from dsh_mnemo.workspace.context import resolve_memory_context
 from tests.memory_helpers import (
     age_rows,
     bind_repo,
@@ -290,7 +292,7 @@ def test_guard_is_a_no_op_when_nothing_is_due_and_never_creates_files(make_repo,
 MAX_ITEMS_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from dsh_mnemo import storage
+    from dsh_mnemo.memory import store as storage
     from dsh_mnemo.cli.common import settings
     settings()
     target = storage.Target(bank=sys.argv[1], namespace=sys.argv[2], level="workspace")

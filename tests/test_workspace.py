@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh_mnemo import workspace
 from dsh_mnemo.config import Settings, validate
 from dsh_mnemo.errors import ExitCode, RefusedError
-from dsh_mnemo.identity import MarkerError
-from dsh_mnemo.index import Index
+from dsh_mnemo.workspace import binding as workspace
+from dsh_mnemo.workspace.identity import MarkerError
+from dsh_mnemo.workspace.index import Index
 from tests.conftest import git_init
 from tests.foundation_helpers import (
     MARKER,

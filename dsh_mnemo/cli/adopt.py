@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..index import Index
+from ..workspace.index import Index
 from .common import JsonOpt, emit_json, escape, lazy, out, run, settings
 from .migrate import _progress
 
-core = lazy("dsh_mnemo.adopt")
+core = lazy("dsh_mnemo.workspace.adopt")
 
 PathArg = Annotated[Path | None, typer.Argument(
     help="Workspace directory (default: the current directory).", show_default=False)]

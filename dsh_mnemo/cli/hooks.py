@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..hook.events import EVENTS, HARNESSES
+from ..harnesses.registry import EVENTS
+from ..harnesses.registry import NAMES as HARNESSES
 from .common import JsonOpt, emit_json, err, escape, lazy, out, run, settings
 
-core = lazy("dsh_mnemo.hook.install")
+core = lazy("dsh_mnemo.harnesses.install")
 
 HarnessOpt = Annotated[str, typer.Option(
     "--harness", help=f"The harness: {', '.join(HARNESSES)}.", show_default=False)]

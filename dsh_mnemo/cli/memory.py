@@ -11,7 +11,7 @@ import typer
 from ..errors import ExitCode, RefusedError
 from .common import JsonOpt, emit_json, err, escape, exit_with, lazy, out, run, settings
 
-core = lazy("dsh_mnemo.memory")
+core = lazy("dsh_mnemo.memory.ops")
 
 class Scope(str, Enum):
     session = "session"

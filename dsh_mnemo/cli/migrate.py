@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitCode
-from ..index import Index
+from ..workspace.index import Index
 from .common import JsonOpt, emit_json, err, escape, lazy, out, run, settings
 
 core = lazy("dsh_mnemo.migrate")

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .. import workspace as core
-from ..index import Index
+from ..workspace import binding as core
+from ..workspace.index import Index
 from .common import JsonOpt, emit_json, err, escape, out, run, settings
 
 PathArg = Annotated[Path | None, typer.Argument(

@@ -20,8 +20,8 @@ import threading
 import time
 from typing import IO, Any
 
+from ..harnesses.registry import EVENTS, NAMES, neutral_output
 from . import log, speed
-from .events import EVENTS, HARNESSES, neutral_output
 from .speed import fast_yaml
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024
@@ -29,7 +29,7 @@ DEFAULT_DEADLINE = 2.0
 TEST_DELAY_ENV = "MNEMO_HOOK_TEST_DELAY"
 
 USAGE = ("usage: mnemo hook prompt|turn-end|session-end [--harness "
-         + "|".join(HARNESSES) + "]")
+         + "|".join(NAMES) + "]")
 
 
 class _Answer:
@@ -68,7 +68,7 @@ def parse_argv(argv: list[str]) -> tuple[str, str]:
             raise ValueError(f"unexpected argument {item!r}")
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}; {USAGE}")
-    if harness not in HARNESSES:
+    if harness not in NAMES:
         raise ValueError(f"unknown harness {harness!r}; {USAGE}")
     return event, harness
 

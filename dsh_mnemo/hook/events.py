@@ -1,10 +1,9 @@
 """What each harness sends on stdin, and exactly what it expects back.
 
-Facts in `shared/HARNESSES.md`.  A harness event is reduced to one
-`HookEvent` (where, which session, the prompt, the reply); the answer is
-built by `format_output`, the only place that knows each harness's output
-shape.  Unknown fields are ignored; fields of the wrong type count as
-missing.
+A harness event is reduced to one `HookEvent` (where, which session, the
+prompt, the reply), using the facts of `harnesses.registry` (which fields,
+which environment variables).  Unknown fields are ignored; fields of the
+wrong type count as missing.
 """
 
 from __future__ import annotations
@@ -13,36 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 
-HARNESSES = ("claude-code", "codex", "gemini", "cursor", "qwen", "generic")
-EVENTS = ("prompt", "turn-end", "session-end")
-
-# The hook event name each harness uses for our three events (for output and install).
-EVENT_NAMES: dict[str, dict[str, str]] = {
-    "claude-code": {"prompt": "UserPromptSubmit", "turn-end": "Stop", "session-end": "SessionEnd"},
-    "codex": {"prompt": "UserPromptSubmit", "turn-end": "Stop", "session-end": "SessionEnd"},
-    "gemini": {"prompt": "BeforeAgent", "turn-end": "AfterAgent", "session-end": "SessionEnd"},
-    "cursor": {"prompt": "beforeSubmitPrompt", "turn-end": "stop", "session-end": "sessionEnd"},
-    "qwen": {"prompt": "UserPromptSubmit", "turn-end": "Stop", "session-end": "SessionEnd"},
-    "generic": {"prompt": "prompt", "turn-end": "turn-end", "session-end": "session-end"},
-}
-
-# Harnesses whose prompt hook can put text into the model's context.
-CAN_INJECT = {"claude-code", "codex", "gemini", "qwen", "generic"}
-
-# Project-directory environment variables, in the order each harness sets them.
-PROJECT_ENV: dict[str, tuple[str, ...]] = {
-    "claude-code": ("CLAUDE_PROJECT_DIR",),
-    "codex": (),
-    "gemini": ("GEMINI_PROJECT_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR"),
-    "cursor": ("CURSOR_PROJECT_DIR",),
-    "qwen": ("QWEN_PROJECT_DIR",),
-    "generic": (),
-}
-
-SESSION_ENV: dict[str, tuple[str, ...]] = {"gemini": ("GEMINI_SESSION_ID",)}
-
-# Where the assistant's reply may be, most specific first.
-REPLY_FIELDS = ("last_assistant_message", "prompt_response", "assistant", "response")
+from ..harnesses.registry import HARNESSES, REPLY_FIELDS
 
 
 class BadEvent(ValueError):
@@ -68,12 +38,20 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _first_text(payload: dict[str, object], fields: tuple[str, ...]) -> str | None:
+    for key in fields:
+        value = _text(payload.get(key))
+        if value is not None:
+            return value
+    return None
+
+
 def _session(payload: dict[str, object], harness: str) -> str | None:
     for key in ("session_id", "conversation_id", "sessionId", "conversationId"):
         value = payload.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             return str(value)
-    for name in SESSION_ENV.get(harness, ()):
+    for name in HARNESSES[harness].session_env:
         if os.environ.get(name):
             return os.environ[name]
     return None
@@ -96,7 +74,7 @@ def resolve_cwd(payload: dict[str, object], harness: str) -> tuple[str | None, s
 
             root = unquote(urlparse(root).path)
         return root, "workspace_roots"
-    for name in PROJECT_ENV.get(harness, ()):
+    for name in HARNESSES[harness].project_env:
         value = os.environ.get(name)
         if value and value.strip():
             return value, f"env:{name}"
@@ -129,30 +107,21 @@ def parse_event(payload: dict[str, object], harness: str, kind: str) -> HookEven
                       session_id=_session(payload, harness),
                       event_name=_text(payload.get("hook_event_name")),
                       transcript_path=_text(payload.get("transcript_path")))
-    if harness == "qwen" and "submitted_prompt" in payload:
-        # Qwen also fires UserPromptSubmit on tool-result continuations; only
-        # `submitted_prompt` is what the user typed.
-        submitted = _text(payload.get("submitted_prompt"))
+    spec = HARNESSES[harness]
+    if spec.submitted_field and spec.submitted_field in payload:
+        # The prompt event also fires on tool-result continuations; only this
+        # field is what the user typed.
+        submitted = _text(payload.get(spec.submitted_field))
         event.prompt = submitted
         event.continuation = not (submitted and submitted.strip())
     else:
-        event.prompt = _text(payload.get("prompt"))
-        if event.prompt is None and harness == "generic":
-            event.prompt = _text(payload.get("user"))
+        event.prompt = _first_text(payload, spec.prompt_fields)
     if kind == "turn-end":
-        event.user = _text(payload.get("user"))
-        if event.user is None and harness == "gemini":
-            event.user = _text(payload.get("prompt"))  # AfterAgent repeats the prompt
-        for key in REPLY_FIELDS:
-            reply = _text(payload.get(key))
-            if reply is not None:
-                event.assistant = reply
-                break
+        event.user = _first_text(payload, ("user", *spec.turn_user_fields))
+        event.assistant = _first_text(payload, REPLY_FIELDS)
     return event
 
 
-# Harnesses whose transcript is Claude Code's JSONL; only they get the fallback.
-TRANSCRIPT_JSONL = {"claude-code", "qwen"}
 TRANSCRIPT_TAIL_BYTES = 1024 * 1024
 
 
@@ -194,27 +163,3 @@ def last_reply_from_transcript(path: str) -> str | None:
         if text.strip():
             return text
     return None
-
-
-def format_output(harness: str, kind: str, context: str | None) -> str:
-    """The exact stdout for `harness`; `context` is the text for the model, if any."""
-    if kind == "prompt" and context:
-        if harness == "generic":
-            return context if context.endswith("\n") else context + "\n"
-        if harness in CAN_INJECT:
-            document = {"hookSpecificOutput": {
-                "hookEventName": EVENT_NAMES[harness]["prompt"],
-                "additionalContext": context}}
-            return json.dumps(document, ensure_ascii=False) + "\n"
-        return ""  # Cursor's beforeSubmitPrompt cannot inject
-    return neutral_output(harness, kind)
-
-
-def neutral_output(harness: str, kind: str) -> str:
-    """What to print when there is nothing to say (also on any failure).
-
-    Codex's Stop hook must answer JSON when it exits 0; everyone else gets silence.
-    """
-    if harness == "codex" and kind == "turn-end":
-        return "{}\n"
-    return ""

@@ -25,21 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..harnesses.registry import HARNESSES, format_output, neutral_output
 from . import log
-from .events import (
-    CAN_INJECT,
-    TRANSCRIPT_JSONL,
-    HookEvent,
-    format_output,
-    last_reply_from_transcript,
-    neutral_output,
-)
+from .events import HookEvent, last_reply_from_transcript
 from .spool import Spool, Turn
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import Settings
-    from ..context import MemoryContext
-    from ..storage import Target
+    from ..memory.store import Target
+    from ..workspace.context import MemoryContext
 
 ROLE_PREFIX = {"user": "[USER] ", "assistant": "[ASSISTANT] "}
 IMPORTANCE = {"user": 0.5, "assistant": 0.15}
@@ -66,7 +60,7 @@ def clean_text(run: HookRun, text: str | None) -> str:
     """Injected context stripped and secrets scrubbed: safe to spool or store."""
     if not text:
         return ""
-    from ..scrub import scrub
+    from ..memory.scrub import scrub
     from .strip import strip_injected
 
     stripped = strip_injected(text)
@@ -122,7 +116,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
             run.log(f"spool: {log.describe(exc)}")
     context_text = None
-    if run.harness in CAN_INJECT and not event.continuation:
+    if HARNESSES[run.harness].can_inject and not event.continuation:
         try:
             context_text = build_context(run, cwd, event.session_id, text)
         except Exception as exc:  # noqa: BLE001 - no injection, but still store turns
@@ -134,7 +128,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
 
 def build_context(run: HookRun, cwd: str, session_id: str | None, query: str) -> str | None:
     """The block to inject, the bind hint, or None."""
-    from ..context import REASON_UNBOUND, resolve_memory_context
+    from ..workspace.context import REASON_UNBOUND, resolve_memory_context
 
     settings = run.settings
     ctx = resolve_memory_context(cwd, session_id, settings)
@@ -160,8 +154,8 @@ def _bindable(root: str) -> bool:
 
 
 def _declined(root: str, days: int) -> bool:
-    from ..index import Index
-    from ..workspace import declined_recently
+    from ..workspace.binding import declined_recently
+    from ..workspace.index import Index
 
     return declined_recently(Index(), root, days)
 
@@ -171,7 +165,7 @@ def _storage() -> Any:
     from .speed import fast_yaml
 
     fast_yaml()
-    from .. import storage
+    from ..memory import store as storage
 
     return storage
 
@@ -196,7 +190,7 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
 # ─── Capture ───────────────────────────────────────────────────────────────
 
 def _write_context(run: HookRun, cwd: str | None, session_id: str | None) -> MemoryContext | None:
-    from ..context import resolve_memory_context
+    from ..workspace.context import resolve_memory_context
 
     if not cwd or not os.path.isdir(cwd):
         return None
@@ -205,8 +199,8 @@ def _write_context(run: HookRun, cwd: str | None, session_id: str | None) -> Mem
 
 
 def _target(ctx: MemoryContext) -> Target | None:
-    from .. import storage
     from ..errors import UnboundError
+    from ..memory import store as storage
 
     try:
         return storage.write_target(ctx)
@@ -216,7 +210,7 @@ def _target(ctx: MemoryContext) -> Target | None:
 
 def already_stored(target: Target, content: str, base: Path) -> bool:
     """Did a hook that died mid-write store this exact row already?"""
-    from .. import storage
+    from ..memory import store as storage
 
     conn = storage.connect_readonly(target.db_path(base))
     if conn is None:
@@ -310,7 +304,7 @@ def count_turn(run: HookRun, bank: str, namespace: str) -> None:
 
 
 def consolidate(run: HookRun, bank: str, namespace: str) -> Any:
-    from ..consolidate import consolidate_if_due
+    from ..memory.consolidate import consolidate_if_due
 
     return consolidate_if_due(bank, namespace, run.base)
 
@@ -330,7 +324,8 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
     reply = None
     if "assistant" in run.settings["capture.roles"]:
         reply = event.assistant
-        if reply is None and event.harness in TRANSCRIPT_JSONL and event.transcript_path:
+        if (reply is None and HARNESSES[event.harness].transcript_jsonl
+                and event.transcript_path):
             reply = last_reply_from_transcript(event.transcript_path)
     if not turns and reply and cwd:
         turns = [Turn(id="reply", text="", cwd=cwd, session_id=event.session_id, at=0)]

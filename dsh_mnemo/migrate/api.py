@@ -24,15 +24,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import identity, paths
+from .. import paths
 from ..errors import DataError, MnemoError, RefusedError, UnboundError
+from ..faults import fault
 from ..fsutil import file_lock
-from ..index import Index, IndexData, WorkspaceEntry
+from ..workspace import identity
+from ..workspace.index import Index, IndexData, WorkspaceEntry
 from . import backup as backups
 from . import engine
 from . import journal as journals
 from .engine import Progress, TableSummary
-from .faults import fault
 from .inventory import MEMORY_TABLES, is_legacy_dsh, namespace_stats
 from .journal import Group, Journal
 from .schema import discover
@@ -171,7 +172,7 @@ def _target_workspace(to: Path | None, index: Index, *, register: bool
                                 "or pass --to PATH.")
     key = identity.identity_key_for(location.workspace_uuid or "")
     if register:
-        from ..context import register_seen
+        from ..workspace.context import register_seen
 
         return register_seen(index, location), str(location.root)
     entry = index.load().active_for(key)
@@ -338,7 +339,7 @@ def clear_query_cache(db_path: Path) -> None:
 
 
 def _ensure_schema(db_path: Path) -> None:
-    from ..storage import init_bank
+    from ..memory.store import init_bank
 
     init_bank(db_path)
 

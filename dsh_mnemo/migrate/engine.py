@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BusyError, DataError
-from .faults import fault
+from ..faults import fault
 from .schema import (
     CHANNEL_COLUMN,
     SCOPE_COLUMN,

@@ -23,59 +23,11 @@ from typing import Any
 
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError
-from .events import EVENT_NAMES, HARNESSES
+from .registry import HARNESSES, NAMES, Harness
 
 WRAPPER_NAME = "mnemo-hook.sh"
 HOOK_TIMEOUT_SECONDS = 10  # above the wrapper's own kill limit (8 s + 1 s grace)
 WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@")
-
-
-@dataclass(frozen=True)
-class HarnessSpec:
-    name: str
-    user_config: str | None  # relative to $HOME
-    project_config: str | None  # relative to the project root
-    style: str  # "nested" (Claude-like) | "cursor" | "none"
-    timeout_unit: str | None  # "s" | "ms" | None (do not write a timeout)
-    events: tuple[str, ...]
-    next_steps: tuple[str, ...] = ()
-
-
-SPECS: dict[str, HarnessSpec] = {
-    "claude-code": HarnessSpec(
-        "claude-code", ".claude/settings.json", ".claude/settings.json", "nested", "s",
-        ("prompt", "turn-end", "session-end"),
-        ("Start a new Claude Code session (or run /hooks) so it loads the new hooks.",)),
-    "codex": HarnessSpec(
-        "codex", ".codex/hooks.json", ".codex/hooks.json", "nested", "s",
-        ("prompt", "turn-end"),
-        ("Codex asks you to review new or changed hooks: open Codex and run /hooks to "
-         "trust mnemo's entries; until then they do not run.",
-         "If your Codex version keeps hooks behind a feature flag, add `hooks = true` "
-         "under [features] in ~/.codex/config.toml.",
-         "Codex has no confirmed session-end event; pending turns are stored by the "
-         "next prompt or turn end instead.")),
-    "gemini": HarnessSpec(
-        "gemini", ".gemini/settings.json", ".gemini/settings.json", "nested", "ms",
-        ("prompt", "turn-end", "session-end"),
-        ("Gemini CLI fingerprints hooks and asks you to trust new or changed ones (project "
-         "hooks only run in a trusted folder): review them with /hooks in Gemini CLI.",)),
-    "cursor": HarnessSpec(
-        "cursor", ".cursor/hooks.json", ".cursor/hooks.json", "cursor", None,
-        ("prompt", "turn-end", "session-end"),
-        ("Restart Cursor so it reloads hooks.json.",
-         "Cursor's beforeSubmitPrompt cannot add context: in Cursor mnemo captures turns "
-         "but cannot show memories to the model.")),
-    "qwen": HarnessSpec(
-        "qwen", ".qwen/settings.json", ".qwen/settings.json", "nested", "ms",
-        ("prompt", "turn-end", "session-end"),
-        ("Restart Qwen Code (project hooks need a trusted folder); check with /hooks.",)),
-    "generic": HarnessSpec(
-        "generic", None, None, "none", None, ("prompt", "turn-end", "session-end"),
-        ("Call the commands above from your harness: JSON event on stdin "
-         '({"cwd", "session_id", "prompt"} / {"cwd", "session_id", "user", "assistant"}); '
-         "the prompt command prints the text to add to the model's context, or nothing.",)),
-}
 
 _OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
 
@@ -111,17 +63,17 @@ class HarnessStatus:
 
 # ─── Paths ─────────────────────────────────────────────────────────────────
 
-def spec_for(harness: str) -> HarnessSpec:
-    spec = SPECS.get(harness)
+def spec_for(harness: str) -> Harness:
+    spec = HARNESSES.get(harness)
     if spec is None:
         raise RefusedError(f"unknown harness {harness!r}",
-                           hint=f"Known harnesses: {', '.join(HARNESSES)}")
+                           hint=f"Known harnesses: {', '.join(NAMES)}")
     return spec
 
 
 def config_path(harness: str, project: Path | None = None) -> Path | None:
     spec = spec_for(harness)
-    if spec.style == "none":
+    if spec.config_style == "none":
         return None
     if project is not None:
         root = project.expanduser().resolve()
@@ -137,9 +89,9 @@ def wrapper_path(base: Path | None = None) -> Path:
 
 def wrapper_source() -> str:
     """The wrapper script shipped with mnemo (its placeholders unfilled)."""
-    from .wrapper import WRAPPER
+    from importlib.resources import files
 
-    return WRAPPER
+    return files(__package__).joinpath(WRAPPER_NAME).read_text(encoding="utf-8")
 
 
 def find_mnemo() -> str | None:
@@ -186,7 +138,7 @@ def command_for(wrapper: Path, harness: str, kind: str) -> str:
     return f"{shlex.quote(str(wrapper))} {kind} {harness}"
 
 
-def _timeout(spec: HarnessSpec) -> int | None:
+def _timeout(spec: Harness) -> int | None:
     if spec.timeout_unit == "s":
         return HOOK_TIMEOUT_SECONDS
     if spec.timeout_unit == "ms":
@@ -249,7 +201,7 @@ def _hooks_table(document: dict[str, Any], path: Path) -> dict[str, Any]:
     return hooks
 
 
-def remove_ours(document: dict[str, Any], spec: HarnessSpec, path: Path) -> None:
+def remove_ours(document: dict[str, Any], spec: Harness, path: Path) -> None:
     """Drop mnemo's entries (and only groups/lists that held nothing else)."""
     if not isinstance(document.get("hooks"), dict):
         return
@@ -261,7 +213,7 @@ def remove_ours(document: dict[str, Any], spec: HarnessSpec, path: Path) -> None
         kept: list[Any] = []
         changed = False
         for group in groups:
-            if spec.style == "cursor":
+            if spec.config_style == "flat":
                 if is_ours(group):
                     changed = True
                     continue
@@ -287,28 +239,28 @@ def remove_ours(document: dict[str, Any], spec: HarnessSpec, path: Path) -> None
         del document["hooks"]
 
 
-def add_ours(document: dict[str, Any], spec: HarnessSpec, wrapper: Path,
+def add_ours(document: dict[str, Any], spec: Harness, wrapper: Path,
              path: Path) -> dict[str, str]:
     hooks = _hooks_table(document, path)
     commands: dict[str, str] = {}
     timeout = _timeout(spec)
-    for kind in spec.events:
-        name = EVENT_NAMES[spec.name][kind]
+    for kind in spec.installed_events:
+        name = spec.event_names[kind]
         command = command_for(wrapper, spec.name, kind)
         commands[kind] = command
         groups = hooks.setdefault(name, [])
         if not isinstance(groups, list):
             raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")
-        if spec.style == "cursor":
+        if spec.config_style == "flat":
             groups.append({"command": command})
             continue
         entry: dict[str, Any] = {"type": "command", "command": command}
-        if spec.name == "gemini":
+        if spec.named_entries:
             entry["name"] = f"mnemo-{kind}"
         if timeout is not None:
             entry["timeout"] = timeout
         groups.append({"hooks": [entry]})
-    if spec.style == "cursor":
+    if spec.config_style == "flat":
         document.setdefault("version", 1)
     return commands
 
@@ -323,7 +275,8 @@ def install(harness: str, project: Path | None = None, *,
     if path is None:  # generic: nothing to merge into
         return InstallResult(harness=harness, action="installed", config_path=None,
                              backup_path=None, wrapper_path=str(wrapper),
-                             commands={k: command_for(wrapper, harness, k) for k in spec.events},
+                             commands={k: command_for(wrapper, harness, k)
+                                       for k in spec.installed_events},
                              next_steps=list(spec.next_steps))
     existing = _read_config(path)
     document = json.loads(json.dumps(existing)) if existing is not None else {}
@@ -362,7 +315,7 @@ def uninstall(harness: str, project: Path | None = None, *,
                          backup_path=str(backup), wrapper_path=None)
 
 
-def _find_ours(document: dict[str, Any], spec: HarnessSpec) -> dict[str, list[str]]:
+def _find_ours(document: dict[str, Any], spec: Harness) -> dict[str, list[str]]:
     """Event name → commands of mnemo's entries found under it."""
     found: dict[str, list[str]] = {}
     hooks = document.get("hooks")
@@ -440,7 +393,7 @@ def harness_status(harness: str, project: Path | None = None, *,
         document = None
         problems.append(exc.message)
     found = _find_ours(document or {}, spec)
-    events = {kind: EVENT_NAMES[harness][kind] in found for kind in spec.events}
+    events = {kind: spec.event_names[kind] in found for kind in spec.installed_events}
     commands = [c for cs in found.values() for c in cs]
     installed = bool(events) and all(events.values())
     wrapper_file: Path | None = None
@@ -455,7 +408,7 @@ def harness_status(harness: str, project: Path | None = None, *,
         problems.append(f"no mnemo entries in {path}")
     elif document is None and not problems:
         problems.append(f"{path} does not exist")
-    missing = [EVENT_NAMES[harness][k] for k, v in events.items() if not v]
+    missing = [spec.event_names[k] for k, v in events.items() if not v]
     if found and missing:
         problems.append(f"missing entries for {', '.join(missing)}")
     if commands and wrapper_file is not None and not wrapper_exists:

@@ -29,9 +29,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import paths
-from .context import MemoryContext
-from .errors import BusyError, DataError, RefusedError, UnboundError
+from .. import paths
+from ..errors import BusyError, DataError, RefusedError, UnboundError
+from ..workspace.context import MemoryContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from mnemosyne.core.memory import Mnemosyne
@@ -117,7 +117,7 @@ def write_target(ctx: MemoryContext, level: str | None = None) -> Target:
     if not ctx.session_id:
         raise UnboundError("a session-scoped memory needs a session id",
                            hint="Pass --session ID.")
-    from .identity import session_namespace
+    from ..workspace.identity import session_namespace
 
     bank = ctx.workspace.bank if ctx.workspace else "default"
     return Target(bank=bank, namespace=session_namespace(ctx.session_id), level="session")

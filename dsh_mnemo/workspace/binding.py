@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import identity, paths
-from .config import Settings
+from .. import paths
+from ..config import Settings
+from ..errors import RefusedError
+from . import identity
 from .context import MemoryContext, hint_root_for, resolve_memory_context
-from .errors import RefusedError
 from .index import DeclinedPath, Index, WorkspaceEntry, now_ms
 
 

@@ -15,11 +15,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import identity, paths
-from .errors import MnemoError
+from .. import paths
+from ..errors import MnemoError
+from ..migrate.inventory import NamespaceStats, namespace_stats
+from . import identity
+from .binding import Orphan
 from .index import Index, IndexData
-from .migrate.inventory import NamespaceStats, namespace_stats
-from .workspace import Orphan
 
 
 @dataclass

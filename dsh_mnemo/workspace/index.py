@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .errors import DataError
-from .fsutil import atomic_write_text, file_lock
+from .. import paths
+from ..errors import DataError
+from ..fsutil import atomic_write_text, file_lock
 from .identity import bank_for, is_workspace_namespace
 
 INDEX_VERSION = 1

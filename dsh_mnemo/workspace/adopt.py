@@ -21,12 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import identity, paths
-from .errors import RefusedError
+from .. import paths
+from ..errors import RefusedError
+from ..faults import fault
+from ..migrate.engine import Progress
+from ..migrate.inventory import namespace_stats
+from . import identity
 from .index import Index, IndexData, WorkspaceEntry, now_ms
-from .migrate.engine import Progress
-from .migrate.faults import fault
-from .migrate.inventory import namespace_stats
 from .orphans import workspace_rows
 
 
@@ -148,7 +149,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
     if stats and stats.all_rows:
         command = f"mnemo migrate run --session {namespace}"
         if move:
-            from .migrate import Selection, run_migration
+            from ..migrate import Selection, run_migration
 
             moved = run_migration(Selection(sessions=[namespace]), index=index,
                                   progress=progress, kind="adopt")

@@ -16,8 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
-from .errors import DataError, RefusedError
+from .. import paths
+from ..errors import DataError, RefusedError
 
 MARKER_NAME = ".mnemosyne-id"
 MARKER_PREFIX = "mnemosyne-workspace-v1:"

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import paths, storage
-from .context import MemoryContext
-from .errors import BusyError, MnemoError
-from .fsutil import file_lock, release_lock, try_lock
+from .. import paths
+from ..errors import BusyError, MnemoError
+from ..fsutil import file_lock, release_lock, try_lock
+from ..workspace.context import MemoryContext
+from . import store as storage
 
 
 @dataclass

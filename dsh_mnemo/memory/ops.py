@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import consolidate, storage
-from .config import Settings
-from .context import MemoryContext, resolve_memory_context
-from .errors import FilteredError
+from ..config import Settings
+from ..errors import FilteredError
+from ..workspace.context import MemoryContext, resolve_memory_context
+from . import consolidate
+from . import store as storage
 
 
 def _context(settings: Settings, cwd: Path | None, session_id: str | None,

@@ -1,10 +1,4 @@
-"""The wrapper script `mnemo hooks install` writes (a copy of `hooks/mnemo-hook.sh`).
-
-Kept as a string so it ships inside the package; a test checks it matches
-the file in `hooks/` byte for byte.
-"""
-
-WRAPPER = r'''#!/bin/sh
+#!/bin/sh
 # mnemo hook wrapper: what every harness config calls.
 #
 #   mnemo-hook.sh EVENT HARNESS      (EVENT: prompt | turn-end | session-end)
@@ -72,4 +66,3 @@ if [ -n "$out" ]; then
     printf '%s\n' "$out"
 fi
 exit 0
-'''

@@ -12,8 +12,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import identity, paths
-from .config import Settings
+from .. import paths
+from ..config import Settings
+from . import identity
 from .index import Index, IndexData, WorkspaceEntry, now_ms
 
 REASON_MARKER = "marker"
