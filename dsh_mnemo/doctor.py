@@ -26,7 +26,7 @@ import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from . import paths
 from .config import Settings, load_settings
 from .errors import MnemoError
 from .harnesses.registry import NAMES as HARNESSES
+from .memory import banks
 
 OK, INFO, WARN, FAIL, UNKNOWN = "ok", "info", "warn", "fail", "unknown"
 ACTION_STATUSES = (WARN, FAIL)
@@ -46,7 +47,6 @@ MNEMOSYNE_RANGE = ">=3.15.1,<3.16"
 
 # Upstream deletes unconsolidated working-memory rows older than its TTL on
 # the next write to the session; rows past this share of it are "close".
-DEFAULT_TTL_HOURS = 168.0
 CLOSE_TO_TRIM_SHARE = 120.0 / 168.0
 
 HOOK_LOG_TAIL_LINES = 400
@@ -126,45 +126,6 @@ def pinned_range() -> str:
             return ",".join(sorted((c.strip() for c in clauses),
                                    key=lambda c: (not c.startswith(">"), c)))
     return MNEMOSYNE_RANGE
-
-
-def open_readonly(db: Path, *, trust_quiet: bool = True) -> sqlite3.Connection:
-    """Open a SQLite file without any chance of creating or changing it.
-
-    Even a `mode=ro` reader of a WAL database creates empty `-wal`/`-shm`
-    files beside it.  When there is no `-wal` file (no writer has the file
-    open, and nothing awaits a checkpoint) the file is opened `immutable`,
-    which creates nothing; a writer starting meanwhile could make such a
-    read inconsistent, so callers re-check a bad verdict with
-    `trust_quiet=False`.
-    """
-    uri = "file:" + _uri_path(db) + "?mode=ro"
-    if trust_quiet and not Path(str(db) + "-wal").exists():
-        uri += "&immutable=1"
-    conn = sqlite3.connect(uri, uri=True, timeout=2.0)
-    conn.execute("PRAGMA query_only = 1")
-    return conn
-
-
-def _uri_path(db: Path) -> str:
-    from urllib.parse import quote
-
-    return quote(str(db.absolute()), safe="/")
-
-
-def bank_files(base: Path) -> list[tuple[str, Path]]:
-    """Every bank database under the data dir: the default one, then named banks."""
-    found: list[tuple[str, Path]] = []
-    default = paths.default_db_path(base)
-    if default.is_file():
-        found.append(("default", default))
-    banks = paths.banks_dir(base)
-    if banks.is_dir():
-        for child in sorted(banks.iterdir()):
-            db = child / paths.DEFAULT_DB_FILE
-            if db.is_file():
-                found.append((child.name, db))
-    return found
 
 
 # ---------------------------------------------------------------- checks
@@ -249,7 +210,7 @@ def check_data_dir(base: Path) -> Check:
 
 
 def check_index(base: Path) -> Check:
-    from .workspace.index import Index
+    from .workspace.index import Index, IndexCorrupt
 
     index = Index(base)
     details: dict[str, Any] = {"path": str(index.path)}
@@ -257,11 +218,11 @@ def check_index(base: Path) -> Check:
     if leftovers:
         details["set_aside"] = leftovers
     try:
-        data = index._read()  # parse only: unlike load(), never moves a corrupt file
+        data = index.read()  # parse only: unlike load(), never moves a corrupt file
     except MnemoError as exc:
         return Check("index", FAIL, exc.message, fix="Check the file's permissions.",
                      details=details)
-    except Exception as exc:  # index._Corrupt and anything a bad file provokes
+    except IndexCorrupt as exc:
         return Check("index", FAIL, f"{index.path} is corrupt: {exc}",
                      fix="Run `mnemo workspaces`: it keeps the file aside and rebuilds the "
                          "index from markers; `mnemo adopt` recovers orphaned namespaces.",
@@ -281,7 +242,9 @@ def check_bank(name: str, db: Path) -> Check:
     details: dict[str, Any] = {"bank": name, "path": str(db)}
 
     def quick_check(trust_quiet: bool) -> list[str]:
-        conn = open_readonly(db, trust_quiet=trust_quiet)
+        conn = banks.connect_readonly(db, quiet=trust_quiet)
+        if conn is None:
+            raise sqlite3.OperationalError(f"{db} disappeared")
         try:
             return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
         finally:
@@ -323,17 +286,10 @@ def check_workspace(cwd: Path, settings: Settings, base: Path) -> Check:
         return Check("workspace", WARN, f"cannot resolve {cwd}: {exc.message}",
                      fix=exc.hint or "Run doctor from (or give it) an existing directory.",
                      details={"cwd": str(cwd)})
-    entry = None
-    if location.found:
+    if location.found and location.root is not None:
         key = identity.identity_key_for(location.workspace_uuid or "")
-        try:
-            data = Index(base)._read()
-        except Exception:  # reported by the index check
-            data = None
-        entry = data.active_for(key) if data else None
-        namespace = entry.namespace if entry else identity.namespace_for(key)
-        bank = entry.bank if entry else identity.bank_for(namespace)
-        name = entry.displayName if entry else Path(str(location.root)).name
+        entry = Index(base).peek().resolve(key, location.root)
+        namespace, bank, name = entry.namespace, entry.bank, entry.displayName
     details: dict[str, Any] = {
         "cwd": str(cwd), "recall_mode": settings.recall_mode, "bound": location.found,
         "root": str(location.root) if location.found else None,
@@ -514,45 +470,24 @@ def find_schedule(home: Path | None = None) -> str | None:
     return None
 
 
-def ttl_hours() -> float:
-    try:
-        return float(os.environ.get("MNEMOSYNE_WM_TTL_HOURS", "") or DEFAULT_TTL_HOURS)
-    except ValueError:
-        return DEFAULT_TTL_HOURS
-
-
 def rows_near_trim(db: Path, older_than_hours: float, now: datetime | None = None) -> int:
     """Unconsolidated, unpinned working-memory rows older than the given age."""
-    cutoff = ((now or datetime.now()) - timedelta(hours=older_than_hours)).isoformat()
-    conn = open_readonly(db)
+    conn = banks.connect_readonly(db, quiet=True)
+    if conn is None:
+        return 0
     try:
-        try:
-            row = conn.execute(
-                "SELECT COUNT(*) FROM working_memory WHERE timestamp < ? AND "
-                "consolidated_at IS NULL AND (pinned IS NULL OR pinned = 0)",
-                (cutoff,)).fetchone()
-        except sqlite3.OperationalError:
-            # Older schemas lack `pinned` or `consolidated_at`; without the
-            # latter nothing is consolidated at all.
-            try:
-                row = conn.execute("SELECT COUNT(*) FROM working_memory WHERE "
-                                   "timestamp < ? AND consolidated_at IS NULL",
-                                   (cutoff,)).fetchone()
-            except sqlite3.OperationalError:
-                row = conn.execute("SELECT COUNT(*) FROM working_memory WHERE timestamp < ?",
-                                   (cutoff,)).fetchone()
-        return int(row[0])
+        return sum(banks.due_counts(conn, banks.age_cutoff(older_than_hours, now)).values())
     finally:
         conn.close()
 
 
-def check_schedule(base: Path, banks: list[tuple[str, Path]],
+def check_schedule(base: Path, bank_list: list[tuple[str, Path]],
                    now: datetime | None = None) -> Check:
     schedule = find_schedule()
-    ttl = ttl_hours()
+    ttl = banks.ttl_hours()
     close = ttl * CLOSE_TO_TRIM_SHARE
     at_risk: dict[str, int] = {}
-    for name, db in banks:
+    for name, db in bank_list:
         try:
             count = rows_near_trim(db, close, now)
         except sqlite3.Error:
@@ -591,9 +526,9 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
             cwd, gone = Path(os.environ.get("PWD") or "."), True
     config_check, settings = check_config()
     checks = [config_check, check_mnemosyne(), check_data_dir(base), check_index(base)]
-    banks = bank_files(base)
-    checks.extend(check_bank(name, db) for name, db in banks)
-    if not banks:
+    bank_list = banks.bank_files(base)
+    checks.extend(check_bank(name, db) for name, db in bank_list)
+    if not bank_list:
         checks.append(Check("banks", OK, "no databases yet (created on the first write)",
                             details={"path": str(base)}))
     if gone:
@@ -604,7 +539,7 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
         checks.append(check_workspace(cwd, settings, base))
     checks.extend(check_hooks(base))
     checks.append(check_hook_log(base))
-    checks.append(check_schedule(base, banks))
+    checks.append(check_schedule(base, bank_list))
     counts = {s: sum(1 for c in checks if c.status == s) for s in (OK, INFO, WARN, FAIL,
                                                                    UNKNOWN)}
     return DoctorReport(data_dir=str(base), config_path=str(paths.config_path()),

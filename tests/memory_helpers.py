@@ -22,7 +22,7 @@ from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.cli.common import settings as cli_settings
 from dsh_mnemo.config import Settings, _nest, validate
-from dsh_mnemo.memory import store as storage
+from dsh_mnemo.memory import driver
 from dsh_mnemo.workspace import binding as workspace
 
 # Every table that can hold a memory row by id, and carries a session_id.
@@ -32,9 +32,9 @@ ROW_TABLES = ("working_memory", "episodic_memory", "memories")
 @pytest.fixture(autouse=True)
 def fresh_storage(isolated_env: Path) -> Iterator[None]:
     """Each test gets its own data dir: drop upstream instances of the last one."""
-    storage.reset_cache()
+    driver.reset_cache()
     yield
-    storage.reset_cache()
+    driver.reset_cache()
 
 
 @dataclass(frozen=True)

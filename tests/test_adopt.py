@@ -15,6 +15,7 @@ from dsh_mnemo.cli import app
 from dsh_mnemo.config import load_settings
 from dsh_mnemo.errors import ExitCode
 from dsh_mnemo.faults import EXIT_CODE
+from dsh_mnemo.memory import driver
 from dsh_mnemo.memory import store as storage
 from dsh_mnemo.migrate import journal as journals
 from dsh_mnemo.workspace import identity
@@ -49,13 +50,13 @@ def cli_json(*args: str) -> dict:
 
 
 def recall(path: Path, query: str) -> list[str]:
-    storage.reset_cache()
+    driver.reset_cache()
     ctx = resolve_memory_context(path, None, load_settings())
     return [m.content for m in storage.recall(ctx, query, top_k=10)]
 
 
 def remember(path: Path, text: str) -> None:
-    storage.reset_cache()
+    driver.reset_cache()
     ctx = resolve_memory_context(path, None, load_settings())
     assert storage.remember(ctx, text).id
 

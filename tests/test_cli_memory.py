@@ -9,8 +9,7 @@ import pytest
 
 from dsh_mnemo import paths
 from dsh_mnemo.errors import ExitCode
-from dsh_mnemo.memory import consolidate
-from dsh_mnemo.memory import store as storage
+from dsh_mnemo.memory import consolidate, targets
 from tests.memory_helpers import (
     age_rows,
     bind_repo,
@@ -303,7 +302,7 @@ def test_sleep_all_dry_run_force_and_lock(two, make_repo, data_dir, loose):
         (a.bank, "dry_run", 1), (b.bank, "dry_run", 1), (c.bank, "dry_run", 1)}
     assert {bank: db_digest(db) for bank, db in db_files(data_dir).items()} == snapshot
 
-    target_b = storage.Target(bank=b.bank, namespace=b.namespace, level="workspace")
+    target_b = targets.Target(bank=b.bank, namespace=b.namespace, level="workspace")
     with hold_flock(consolidate.lock_path(target_b)):
         locked = mnemo("sleep", "--all", "--json", cwd=loose)
         assert locked.exit_code == 0, locked.output
@@ -392,7 +391,7 @@ def test_json_contracts(two, data_dir):
     stats = doc(mnemo("stats", "--json", cwd=a.path))
     assert set(stats) == ENVELOPE | {"scope", "namespaces", "totals"}
     assert stats["kind"] == "stats" and set(stats["totals"]) == COUNT_KEYS
-    assert all(set(r) == COUNT_KEYS | {"bank", "namespace", "first", "last"}
+    assert all(set(r) == COUNT_KEYS | {"bank", "namespace", "rows", "all_rows", "first", "last"}
                for r in stats["namespaces"])
 
     age_rows(a.db(data_dir), a.namespace, 100)

@@ -360,7 +360,8 @@ def test_importing_mnemosyne_bare_would_write_under_hermes(isolated_env: Path) -
 
 
 def test_importing_the_cli_does_not_import_mnemosyne(isolated_env: Path) -> None:
-    done = run_python("import sys, dsh_mnemo.cli, dsh_mnemo.workspace.context, dsh_mnemo.workspace.binding\n"
+    done = run_python("import sys, dsh_mnemo.cli, dsh_mnemo.workspace.context\n"
+                      "import dsh_mnemo.workspace.binding\n"
                       "print(sorted(m for m in sys.modules if m.startswith('mnemosyne')))",
                       env=_fresh_env(isolated_env), cwd=isolated_env)
     assert done.returncode == 0, done.stderr

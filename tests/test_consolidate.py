@@ -13,7 +13,7 @@ import pytest
 
 from dsh_mnemo import paths
 from dsh_mnemo.errors import BusyError
-from dsh_mnemo.memory import consolidate
+from dsh_mnemo.memory import banks, consolidate, targets
 from dsh_mnemo.memory import store as storage
 from dsh_mnemo.workspace.context import resolve_memory_context
 from tests.memory_helpers import (
@@ -53,8 +53,8 @@ def test_nothing_due_is_a_no_op(make_repo, data_dir):
     prepare()
     a = bind_repo(make_repo("alpha"))
     fill(a.path, 3)
-    target = storage.read_target(ws_ctx(a.path))
-    assert consolidate.due_count(a.bank, a.namespace) == 0
+    target = targets.read_target(ws_ctx(a.path))
+    assert banks.due_count(a.bank, a.namespace) == 0
     result = consolidate.consolidate(target)
     assert result.status == "no_op"
     assert consolidated_ids(a.db(data_dir)) == set()
@@ -67,16 +67,16 @@ def test_due_rows_are_consolidated_offline_into_their_own_namespace(make_repo, d
     ids = fill(a.path, 4)
     fresh = fill(a.path, 1, word="recent")
     age_rows(a.db(data_dir), a.namespace, DUE_HOURS, ids)
-    assert consolidate.due_count(a.bank, a.namespace) == 4
+    assert banks.due_count(a.bank, a.namespace) == 4
 
-    result = consolidate.consolidate(storage.read_target(ws_ctx(a.path)))
+    result = consolidate.consolidate(targets.read_target(ws_ctx(a.path)))
     assert result.status == "consolidated"
     assert (result.due, result.items_consolidated, result.summaries_created) == (4, 4, 1)
     assert result.method == "aaak"  # offline: no LLM was used or downloaded
     assert consolidated_ids(a.db(data_dir)) == set(ids)
     assert fresh[0] not in consolidated_ids(a.db(data_dir))
     assert episodic(a.db(data_dir)) == [(a.namespace, "session")]
-    assert consolidate.due_count(a.bank, a.namespace) == 0
+    assert banks.due_count(a.bank, a.namespace) == 0
 
 
 def test_dry_run_writes_nothing_and_force_ignores_age(make_repo, data_dir):
@@ -84,7 +84,7 @@ def test_dry_run_writes_nothing_and_force_ignores_age(make_repo, data_dir):
     a = bind_repo(make_repo("alpha"))
     ids = fill(a.path, 3)
     db = a.db(data_dir)
-    target = storage.read_target(ws_ctx(a.path))
+    target = targets.read_target(ws_ctx(a.path))
 
     assert consolidate.consolidate(target, dry_run=True).status == "no_op"  # nothing due
     age_rows(db, a.namespace, DUE_HOURS)
@@ -165,7 +165,7 @@ def test_a_held_lock_skips_the_namespace(make_repo, data_dir):
     b_ids = fill(b.path, 2)
     age_rows(a.db(data_dir), a.namespace, DUE_HOURS)
     age_rows(b.db(data_dir), b.namespace, DUE_HOURS)
-    target_a = storage.read_target(ws_ctx(a.path))
+    target_a = targets.read_target(ws_ctx(a.path))
 
     with hold_flock(consolidate.lock_path(target_a)):
         report = consolidate.sleep_all()
@@ -195,10 +195,10 @@ def test_sleep_never_creates_hermes_home(make_repo, data_dir, isolated_env, monk
 
 BATCH_SCRIPT = textwrap.dedent("""
     import json, sys
-    from dsh_mnemo.memory import consolidate, store as storage
+    from dsh_mnemo.memory import consolidate, targets
     from dsh_mnemo.cli.common import settings
     settings()
-    target = storage.Target(bank=sys.argv[1], namespace=sys.argv[2], level="workspace")
+    target = targets.Target(bank=sys.argv[1], namespace=sys.argv[2], level="workspace")
     result = consolidate.consolidate(target)
     print(json.dumps([result.status, result.items_consolidated, result.summaries_created]))
 """)
@@ -241,7 +241,7 @@ def test_a_damaged_bank_is_reported_and_the_others_still_sleep(make_repo, data_d
 def test_sleeping_a_workspace_without_a_bank_creates_nothing(make_repo, data_dir):
     prepare()
     a = bind_repo(make_repo("alpha"))
-    target = storage.read_target(ws_ctx(a.path))
+    target = targets.read_target(ws_ctx(a.path))
     for force in (False, True):
         assert consolidate.consolidate(target, force=force).status == "no_op"
     assert consolidate.sleep_context(ws_ctx(a.path), force=True).results[0].status == "no_op"

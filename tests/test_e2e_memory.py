@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh_mnemo import paths
+from dsh_mnemo.memory import driver, targets
 from dsh_mnemo.memory import store as storage
 from tests.conftest import git_init, mnemo_executable
 from tests.memory_helpers import (
@@ -94,11 +95,11 @@ def test_competition_aged_rows_and_cron_sleep(projects, data_dir, isolated_env):
     # A few hundred strongly matching rows in `big` (built in process: faster
     # than 300 subprocesses; every check below goes through the console script).
     prepare()
-    target = storage.Target(bank=s_big["bank"], namespace=s_big["namespace"], level="workspace")
+    target = targets.Target(bank=s_big["bank"], namespace=s_big["namespace"], level="workspace")
     for i in range(300):
         storage.remember_at(target, f"release checklist item {i}: tag the release, run the "
                                     f"release checklist, publish the release notes")
-    storage.reset_cache()
+    driver.reset_cache()
 
     old_id = run_json(small, "remember", "The release checklist needs a signed tag.")["id"]
     hits = run_json(small, "recall", "release checklist", "--top-k", "5")["results"]

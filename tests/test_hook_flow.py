@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsh_mnemo.hook.inject import HINT_PREFIX, PREFACE
-from dsh_mnemo.memory import store as storage
+from dsh_mnemo.memory import driver
 from dsh_mnemo.workspace import binding as workspace
 from tests.hook_helpers import (
     HARNESSES,
@@ -34,9 +34,9 @@ QUESTION = "how do we deploy a release?"
 
 @pytest.fixture(autouse=True)
 def fresh_storage() -> None:
-    storage.reset_cache()
+    driver.reset_cache()
     yield
-    storage.reset_cache()
+    driver.reset_cache()
 
 
 def turn(harness: str, repo: Path, prompt: str, reply: str = "Sure.", session: str = "s1") -> str:
@@ -251,7 +251,7 @@ def test_missing_and_unusable_data_dir(repo: Path, tmp_path: Path,
     blocker.write_text("")
     monkeypatch.setenv("MNEMO_DATA_DIR", str(blocker))
     monkeypatch.setenv("MNEMOSYNE_DATA_DIR", str(blocker))
-    storage.reset_cache()
+    driver.reset_cache()
     for harness in ("claude-code", "codex"):
         for kind in ("prompt", "turn-end", "session-end"):
             out = run_inprocess(kind, harness, payload(harness, kind, cwd=repo, prompt=QUESTION))

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from dsh_mnemo.harnesses.registry import format_output, neutral_output
 from dsh_mnemo.hook import gate, inject, log
 from dsh_mnemo.hook.entry import parse_argv
-from dsh_mnemo.harnesses.registry import format_output, neutral_output
 from dsh_mnemo.hook.events import BadEvent, decode_payload, parse_event
 from dsh_mnemo.hook.spool import Spool
 from dsh_mnemo.hook.strip import strip_injected

@@ -13,6 +13,7 @@ from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.config import load_settings
 from dsh_mnemo.errors import ExitCode, RefusedError
+from dsh_mnemo.memory import driver
 from dsh_mnemo.migrate import Selection, plan_migration, revert_migration, run_migration
 from dsh_mnemo.migrate import journal as journals
 from dsh_mnemo.migrate.schema import discover
@@ -149,7 +150,7 @@ def test_legacy_rows_move_into_the_workspace_with_ids_kept_and_namespace_rewritt
     from dsh_mnemo.memory import store as storage
     from dsh_mnemo.workspace.context import resolve_memory_context
 
-    storage.reset_cache()
+    driver.reset_cache()
     ctx = resolve_memory_context(repo, None, load_settings())
     found = storage.recall(ctx, "linter committing legacy", top_k=10)
     assert any("legacy one" in m.content or "legacy two" in m.content for m in found)
@@ -303,7 +304,7 @@ def test_integer_keys_taken_in_the_target_get_fresh_ones_and_revert_restores_the
     from dsh_mnemo.memory import store as storage
     from dsh_mnemo.workspace.context import resolve_memory_context
 
-    storage.reset_cache()
+    driver.reset_cache()
     ctx = resolve_memory_context(repo, None, load_settings())
     # Writing in the workspace first fills the bank's memoria tables from id 1.
     storage.remember(ctx, "I prefer short functions. We decided to use make release.")

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from dsh_mnemo import paths
 from dsh_mnemo.cli import app
 from dsh_mnemo.config import load_settings
+from dsh_mnemo.memory import driver
 from dsh_mnemo.memory import store as storage
 from dsh_mnemo.workspace import identity
 from dsh_mnemo.workspace.context import resolve_memory_context
@@ -37,7 +38,7 @@ def workspaces_json() -> dict:
 
 
 def remember_in(repo: Path, text: str) -> None:
-    storage.reset_cache()
+    driver.reset_cache()
     ctx = resolve_memory_context(repo, None, load_settings())
     assert storage.remember(ctx, text).id
 
@@ -130,7 +131,7 @@ def test_an_entry_last_seen_under_the_same_name_is_a_candidate(
 
 def test_an_empty_bank_is_not_an_orphan(projects: Path, data_dir: Path):
     repo = bind_repo(projects / "empty", "44444444-2222-4333-8444-555555555555")
-    storage.init_bank(paths.bank_db_path(
+    driver.init_bank(paths.bank_db_path(
         identity.bank_for(uuid_namespace("44444444-2222-4333-8444-555555555555")), data_dir))
     shutil.rmtree(repo)
     paths.index_path(data_dir).unlink()

@@ -17,6 +17,7 @@ import pytest
 
 from dsh_mnemo import paths
 from dsh_mnemo.errors import RefusedError, UnboundError
+from dsh_mnemo.memory import banks, targets
 from dsh_mnemo.memory import store as storage
 from dsh_mnemo.workspace import identity
 from dsh_mnemo.workspace.context import resolve_memory_context
@@ -48,18 +49,18 @@ def test_write_targets_follow_the_bank_layout(make_repo, projects):
     loose = projects / "loose"
     loose.mkdir()
 
-    ws = storage.write_target(ctx_for(repo.path))
+    ws = targets.write_target(ctx_for(repo.path))
     assert (ws.bank, ws.namespace, ws.level, ws.scope) == (
         repo.bank, repo.namespace, "workspace", "session")
     assert ws.bank == identity.bank_for(repo.namespace)
 
-    glob = storage.write_target(ctx_for(repo.path), "global")
+    glob = targets.write_target(ctx_for(repo.path), "global")
     assert (glob.bank, glob.namespace, glob.scope) == ("global", "global", "global")
 
-    sess = storage.write_target(ctx_for(repo.path, session="s-1", mode="session"), "session")
+    sess = targets.write_target(ctx_for(repo.path, session="s-1", mode="session"), "session")
     assert (sess.bank, sess.namespace) == (repo.bank, "dsh_v2_session_s-1")
 
-    unbound_sess = storage.write_target(ctx_for(loose, session="s-2", mode="session"), "session")
+    unbound_sess = targets.write_target(ctx_for(loose, session="s-2", mode="session"), "session")
     assert (unbound_sess.bank, unbound_sess.namespace) == ("default", "dsh_v2_session_s-2")
     assert unbound_sess.db_path() == paths.default_db_path()
 
@@ -69,17 +70,17 @@ def test_unbound_and_sessionless_contexts_have_no_target(projects):
     loose = projects / "loose"
     loose.mkdir()
     with pytest.raises(UnboundError) as exc:
-        storage.write_target(ctx_for(loose))
+        targets.write_target(ctx_for(loose))
     assert "mnemo bind" in (exc.value.hint or "")
     with pytest.raises(UnboundError):
-        storage.read_target(ctx_for(loose))
+        targets.read_target(ctx_for(loose))
     with pytest.raises(UnboundError) as exc:
-        storage.read_target(ctx_for(loose, mode="session"))
+        targets.read_target(ctx_for(loose, mode="session"))
     assert "--session" in (exc.value.hint or "")
     with pytest.raises(UnboundError):
-        storage.write_target(ctx_for(loose, mode="session"), "session")
+        targets.write_target(ctx_for(loose, mode="session"), "session")
     with pytest.raises(RefusedError):
-        storage.write_target(ctx_for(loose), "everywhere")
+        targets.write_target(ctx_for(loose), "everywhere")
 
 
 # ─── Writes land in exactly one bank ───────────────────────────────────────
@@ -181,7 +182,7 @@ def test_own_recall_survives_300_stronger_rows_in_another_workspace(make_repo):
     prepare()
     a = bind_repo(make_repo("alpha"))
     b = bind_repo(make_repo("beta"))
-    target_a = storage.write_target(ctx_for(a.path))
+    target_a = targets.write_target(ctx_for(a.path))
     for i in range(300):
         storage.remember_at(target_a, STRONG.format(i=i))
     mine = storage.remember(ctx_for(b.path), "the deploy pipeline release needs a signed tag").id
@@ -199,8 +200,8 @@ def test_sessions_in_a_shared_bank_still_recall_their_own_rows(make_repo, projec
     a = bind_repo(make_repo("alpha"))
     loose = projects / "loose"
     loose.mkdir()
-    busy_ws = storage.write_target(ctx_for(a.path))
-    busy_session = storage.write_target(ctx_for(loose, session="busy", mode="session"),
+    busy_ws = targets.write_target(ctx_for(a.path))
+    busy_session = targets.write_target(ctx_for(loose, session="busy", mode="session"),
                                         "session")
     for i in range(120):
         storage.remember_at(busy_ws, STRONG.format(i=i))
@@ -211,8 +212,8 @@ def test_sessions_in_a_shared_bank_still_recall_their_own_rows(make_repo, projec
                             level="session").id
     theirs = storage.remember(unbound, "the deploy pipeline release needs a signed tag",
                               level="session").id
-    assert storage.write_target(in_ws, "session").bank == a.bank
-    assert storage.write_target(unbound, "session").bank == "default"
+    assert targets.write_target(in_ws, "session").bank == a.bank
+    assert targets.write_target(unbound, "session").bank == "default"
     assert [m.id for m in storage.recall(in_ws, QUERY, top_k=5)] == [mine]
     assert [m.id for m in storage.recall(unbound, QUERY, top_k=5)] == [theirs]
 
@@ -279,7 +280,7 @@ def test_without_the_guard_upstream_deletes_rows_past_the_ttl(data_dir):
 def test_guard_is_a_no_op_when_nothing_is_due_and_never_creates_files(make_repo, data_dir):
     prepare()
     a = bind_repo(make_repo("alpha"))
-    target = storage.write_target(ctx_for(a.path))
+    target = targets.write_target(ctx_for(a.path))
     assert storage.protect_before_write(target) == 0
     assert not a.db(data_dir).exists()
     storage.remember_at(target, "rows younger than half the ttl are left alone")
@@ -292,10 +293,10 @@ def test_guard_is_a_no_op_when_nothing_is_due_and_never_creates_files(make_repo,
 MAX_ITEMS_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from dsh_mnemo.memory import store as storage
+    from dsh_mnemo.memory import store as storage, targets
     from dsh_mnemo.cli.common import settings
     settings()
-    target = storage.Target(bank=sys.argv[1], namespace=sys.argv[2], level="workspace")
+    target = targets.Target(bank=sys.argv[1], namespace=sys.argv[2], level="workspace")
     ids = [storage.remember_at(target, f"distinct memory number {i} about topic{i}").id
            for i in range(int(sys.argv[3]))]
     print(json.dumps(ids))
@@ -387,10 +388,11 @@ def test_stats_and_due_counts_are_per_namespace(make_repo, data_dir):
         storage.remember(sctx, f"session memory number {i} about alpha", level="session")
     age_rows(a.db(data_dir), a.namespace, hours=100)  # past TTL/2 (84 h), not past TTL
 
-    assert storage.due_namespaces(a.bank) == {a.namespace: 4}
-    ws, sess = storage.namespace_stats(a.bank, [a.namespace, "dsh_v2_session_c1"])
+    assert banks.due_namespaces(a.bank) == {a.namespace: 4}
+    stats = banks.namespace_stats(a.bank, [a.namespace, "dsh_v2_session_c1"])
+    ws, sess = stats[a.namespace], stats["dsh_v2_session_c1"]
     assert (ws.working, ws.working_unconsolidated, ws.due, ws.legacy) == (4, 4, 4, 4)
-    assert (sess.working, sess.due) == (2, 0)
-    assert storage.namespace_stats(a.bank, ["nobody"])[0].working == 0
-    assert storage.namespace_stats("ws-" + "0" * 48, ["x"])[0].working == 0
-    assert set(storage.bank_names()) == set(db_files(data_dir))
+    assert (ws.rows, sess.working, sess.due) == (4, 2, 0)
+    assert banks.namespace_stats(a.bank, ["nobody"])["nobody"].working == 0
+    assert banks.namespace_stats("ws-" + "0" * 48, ["x"])["x"].working == 0
+    assert set(banks.bank_names()) == set(db_files(data_dir))

@@ -11,6 +11,7 @@ import pytest
 from dsh_mnemo.config import Settings, validate
 from dsh_mnemo.errors import ExitCode, RefusedError
 from dsh_mnemo.workspace import binding as workspace
+from dsh_mnemo.workspace import listing
 from dsh_mnemo.workspace.identity import MarkerError
 from dsh_mnemo.workspace.index import Index
 from tests.conftest import git_init
@@ -360,7 +361,7 @@ def test_list_workspaces_states(make_repo, projects: Path) -> None:
     write_marker_file(projects / "swapped")
     with Index().transaction() as data:
         data.by_identity(results["old"].identity_key).supersededBy = results["fine"].identity_key
-    report = workspace.list_workspaces()
+    report = listing.list_workspaces()
     states = {row.display_name: row.state for row in report.workspaces}
     assert states == {"fine": "bound", "gone": "missing", "swapped": "marker-mismatch",
                       "old": "superseded"}
@@ -373,7 +374,7 @@ def test_list_workspaces_states(make_repo, projects: Path) -> None:
 
 
 def test_list_workspaces_empty() -> None:
-    report = workspace.list_workspaces()
+    report = listing.list_workspaces()
     assert report.workspaces == []
 
 
@@ -382,13 +383,13 @@ def test_list_workspaces_survives_an_entry_without_a_path(data_dir: Path) -> Non
     (data_dir / "identity.json").write_text(
         '{"version": 1, "workspaces": [{"identityKey": "id:a", "namespace": "n",'
         ' "bank": "b", "lastSeenPath": null}]}')
-    report = workspace.list_workspaces()
+    report = listing.list_workspaces()
     assert [row.state for row in report.workspaces] == ["missing"]
 
 
 def test_list_workspaces_reports_a_recovered_index(data_dir: Path) -> None:
     data_dir.mkdir()
     (data_dir / "identity.json").write_text("[")
-    report = workspace.list_workspaces()
+    report = listing.list_workspaces()
     assert report.index_recovered_from
     assert Path(report.index_recovered_from).read_text() == "["

@@ -11,7 +11,8 @@ from ..workspace.index import Index
 from .common import JsonOpt, emit_json, escape, lazy, out, run, settings
 from .migrate import _progress
 
-core = lazy("dsh_mnemo.workspace.adopt")
+core = lazy("dsh_mnemo.commands.workspace")
+rebinding = lazy("dsh_mnemo.workspace.adopt")
 
 PathArg = Annotated[Path | None, typer.Argument(
     help="Workspace directory (default: the current directory).", show_default=False)]
@@ -67,7 +68,7 @@ def rebind(path: PathArg = None,
     checkout on a new machine. The old entry is kept, marked superseded.
     """
     settings(json_errors=json)
-    result = run(lambda: core.rebind(path, source, index=Index()), json_errors=json)
+    result = run(lambda: rebinding.rebind(path, source, index=Index()), json_errors=json)
     if json:
         emit_json("rebind", result)
         return

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..workspace import binding as core
+from ..workspace import listing
 from ..workspace.index import Index
 from .common import JsonOpt, emit_json, err, escape, out, run, settings
 
@@ -86,7 +87,7 @@ def status(path: PathArg = None,
 def workspaces(json: JsonOpt = False) -> None:
     """List known workspaces, orphaned namespaces and suggestions."""
     settings(json_errors=json)
-    report = run(lambda: core.list_workspaces(index=Index(), cwd=Path.cwd()),
+    report = run(lambda: listing.list_workspaces(index=Index(), cwd=Path.cwd()),
                  json_errors=json)
     if json:
         emit_json("workspaces", report)

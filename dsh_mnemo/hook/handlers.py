@@ -32,7 +32,7 @@ from .spool import Spool, Turn
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import Settings
-    from ..memory.store import Target
+    from ..memory.targets import Target
     from ..workspace.context import MemoryContext
 
 ROLE_PREFIX = {"user": "[USER] ", "assistant": "[ASSISTANT] "}
@@ -200,19 +200,19 @@ def _write_context(run: HookRun, cwd: str | None, session_id: str | None) -> Mem
 
 def _target(ctx: MemoryContext) -> Target | None:
     from ..errors import UnboundError
-    from ..memory import store as storage
+    from ..memory.targets import write_target
 
     try:
-        return storage.write_target(ctx)
+        return write_target(ctx)
     except UnboundError:
         return None  # unbound directory (or no session id): nothing is captured there
 
 
 def already_stored(target: Target, content: str, base: Path) -> bool:
     """Did a hook that died mid-write store this exact row already?"""
-    from ..memory import store as storage
+    from ..memory.banks import connect_readonly
 
-    conn = storage.connect_readonly(target.db_path(base))
+    conn = connect_readonly(target.db_path(base))
     if conn is None:
         return False
     try:

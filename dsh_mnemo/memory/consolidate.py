@@ -19,7 +19,8 @@ from .. import paths
 from ..errors import BusyError, MnemoError
 from ..fsutil import file_lock, release_lock, try_lock
 from ..workspace.context import MemoryContext
-from . import store as storage
+from . import banks, driver
+from .targets import Target, bank_target, read_target
 
 
 @dataclass
@@ -46,22 +47,18 @@ class SleepReport:
         return sum(r.items_consolidated for r in self.results)
 
 
-def lock_path(target: storage.Target, base: Path | None = None) -> Path:
+def lock_path(target: Target, base: Path | None = None) -> Path:
     digest = hashlib.sha256(f"{target.bank}\0{target.namespace}".encode()).hexdigest()[:32]
     return paths.locks_dir(base) / f"sleep-{digest}.lock"
 
 
-def due_count(bank: str, namespace: str, base: Path | None = None) -> int:
-    return storage.due_namespaces(bank, base).get(namespace, 0)
-
-
-def consolidate(target: storage.Target, *, base: Path | None = None, dry_run: bool = False,
+def consolidate(target: Target, *, base: Path | None = None, dry_run: bool = False,
                 force: bool = False, wait: float | None = 30.0) -> SleepResult:
     """Consolidate one namespace; `wait=None` skips (instead of waiting) when locked."""
     if not target.db_path(base).exists():
         # Nothing to consolidate, and opening upstream would create the bank.
         return SleepResult(bank=target.bank, namespace=target.namespace, status="no_op")
-    due = due_count(target.bank, target.namespace, base)
+    due = banks.due_count(target.bank, target.namespace, base)
     if not due and not force:
         return SleepResult(bank=target.bank, namespace=target.namespace, status="no_op")
     lock = lock_path(target, base)
@@ -78,14 +75,14 @@ def consolidate(target: storage.Target, *, base: Path | None = None, dry_run: bo
         return _sleep_locked(target, base, dry_run, force, due)
 
 
-def _sleep_locked(target: storage.Target, base: Path | None, dry_run: bool, force: bool,
+def _sleep_locked(target: Target, base: Path | None, dry_run: bool, force: bool,
                   due: int) -> SleepResult:
     total = SleepResult(bank=target.bank, namespace=target.namespace,
                         status="dry_run" if dry_run else "no_op", due=due)
     # Upstream consolidates at most MNEMOSYNE_SLEEP_BATCH rows per call; loop
     # until nothing is due so a large backlog never stays exposed to the trim.
     for _ in range(1000):
-        outcome = storage.run_sleep(target, dry_run=dry_run, force=force, base=base)
+        outcome = driver.sleep(target, dry_run=dry_run, force=force, base=base)
         if outcome.get("status") == "no_op":
             break
         items = int(outcome.get("items_consolidated") or 0)
@@ -102,14 +99,12 @@ def _sleep_locked(target: storage.Target, base: Path | None, dry_run: bool, forc
 
 def consolidate_if_due(bank: str, namespace: str, base: Path | None = None) -> SleepResult:
     """For hooks: consolidate a namespace only if due, never waiting for a lock."""
-    level = "global" if bank == paths.GLOBAL_BANK else "workspace"
-    target = storage.Target(bank=bank, namespace=namespace, level=level)
-    return consolidate(target, base=base, wait=None)
+    return consolidate(bank_target(bank, namespace), base=base, wait=None)
 
 
 def sleep_context(ctx: MemoryContext, *, dry_run: bool = False, force: bool = False,
                   base: Path | None = None) -> SleepReport:
-    target = storage.read_target(ctx)
+    target = read_target(ctx)
     return SleepReport(dry_run=dry_run, force=force, banks_checked=1,
                        results=[consolidate(target, base=base, dry_run=dry_run, force=force)])
 
@@ -117,25 +112,25 @@ def sleep_context(ctx: MemoryContext, *, dry_run: bool = False, force: bool = Fa
 def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None = None,
               progress: Callable[[int, int, str], None] | None = None) -> SleepReport:
     """Every namespace of every bank that has due rows (`force`: any unconsolidated)."""
-    banks = storage.bank_names(base)
-    plan: list[tuple[storage.Target, int]] = []
+    names = banks.bank_names(base)
+    plan: list[tuple[Target, int]] = []
     failed: list[SleepResult] = []
-    for bank in banks:
+    for bank in names:
         try:
             if force:
                 due = {s.namespace: s.working_unconsolidated
-                       for s in storage.namespace_stats(bank, base=base)
+                       for s in banks.namespace_stats(bank, base=base).values()
                        if s.working_unconsolidated}
             else:
-                due = storage.due_namespaces(bank, base)
+                with banks.translate_sqlite_errors(paths.bank_db_path(bank, base)):
+                    due = banks.due_namespaces(bank, base)
         except MnemoError as exc:
             # One damaged bank must not stop cron from consolidating the others.
             failed.append(SleepResult(bank=bank, namespace="", status="error",
                                       detail={"error": exc.message, "hint": exc.hint}))
             continue
         for namespace, count in sorted(due.items()):
-            level = "global" if bank == paths.GLOBAL_BANK else "workspace"
-            plan.append((storage.Target(bank=bank, namespace=namespace, level=level), count))
+            plan.append((bank_target(bank, namespace), count))
     results: list[SleepResult] = []
     for done, (target, count) in enumerate(plan):
         if progress:
@@ -156,4 +151,4 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
     if progress:
         progress(len(plan), len(plan), "done")
     return SleepReport(dry_run=dry_run, force=force, results=failed + results,
-                       banks_checked=len(banks))
+                       banks_checked=len(names))

@@ -12,8 +12,9 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import FilteredError
 from ..workspace.context import MemoryContext, resolve_memory_context
-from . import consolidate
+from . import banks, consolidate
 from . import store as storage
+from .targets import GLOBAL_TARGET, read_target
 
 
 def _context(settings: Settings, cwd: Path | None, session_id: str | None,
@@ -59,20 +60,20 @@ def forget(settings: Settings, memory_id: str, *, session_id: str | None = None,
 @dataclass
 class StatsReport:
     scope: str  # "context" | "all"
-    namespaces: list[storage.NamespaceStats] = field(default_factory=list)
+    namespaces: list[banks.NamespaceStats] = field(default_factory=list)
     totals: dict[str, int] = field(default_factory=dict)
 
 
 def stats(settings: Settings, *, all_banks: bool = False, session_id: str | None = None,
           cwd: Path | None = None) -> StatsReport:
     if all_banks:
-        rows = [s for bank in storage.bank_names() for s in storage.namespace_stats(bank)]
+        rows = [s for bank in banks.bank_names()
+                for s in sorted(banks.namespace_stats(bank).values(), key=lambda s: s.namespace)]
         report = StatsReport(scope="all", namespaces=rows)
     else:
-        own = storage.read_target(_context(settings, cwd, session_id))
-        rows = storage.namespace_stats(own.bank, [own.namespace])
-        rows += storage.namespace_stats(storage.GLOBAL_TARGET.bank,
-                                        [storage.GLOBAL_TARGET.namespace])
+        own = read_target(_context(settings, cwd, session_id))
+        rows = [*banks.namespace_stats(own.bank, [own.namespace]).values(),
+                *banks.namespace_stats(GLOBAL_TARGET.bank, [GLOBAL_TARGET.namespace]).values()]
         report = StatsReport(scope="context", namespaces=rows)
     for key in ("working", "working_consolidated", "working_unconsolidated", "episodic",
                 "legacy", "due"):

@@ -28,15 +28,23 @@ from .. import paths
 from ..errors import DataError, MnemoError, RefusedError, UnboundError
 from ..faults import fault
 from ..fsutil import file_lock
+from ..memory.banks import MEMORY_TABLES, attach_readonly, namespace_stats
+from ..report import Progress
 from ..workspace import identity
+from ..workspace.context import register_seen
 from ..workspace.index import Index, IndexData, WorkspaceEntry
 from . import backup as backups
 from . import engine
 from . import journal as journals
-from .engine import Progress, TableSummary
-from .inventory import MEMORY_TABLES, is_legacy_dsh, namespace_stats
+from .engine import TableSummary
 from .journal import Group, Journal
 from .schema import discover
+
+
+def is_legacy_dsh(session_id: str) -> bool:
+    """The old DSH plugin's per-conversation rows: `dsh_*` but never `dsh_v2_*`."""
+    return session_id.startswith("dsh_") and not session_id.startswith("dsh_v2_")
+
 
 GLOBAL_SCOPE = "global"
 DEFAULT_SESSION = "default"
@@ -170,20 +178,10 @@ def _target_workspace(to: Path | None, index: Index, *, register: bool
         raise UnboundError(f"{start} is not in a bound workspace, so there is no target",
                            hint="Run the migration inside the project (after `mnemo bind`) "
                                 "or pass --to PATH.")
-    key = identity.identity_key_for(location.workspace_uuid or "")
     if register:
-        from ..workspace.context import register_seen
-
         return register_seen(index, location), str(location.root)
-    entry = index.load().active_for(key)
-    if entry is None:
-        namespace = identity.namespace_for(key)
-        entry = WorkspaceEntry(identityKey=key, namespace=namespace,
-                               bank=identity.bank_for(namespace),
-                               displayName=location.root.name,
-                               canonicalPath=str(location.root),
-                               lastSeenPath=str(location.root))
-    return entry, str(location.root)
+    key = identity.identity_key_for(location.workspace_uuid or "")
+    return index.peek().resolve(key, location.root), str(location.root)
 
 
 def _resolve(selection: Selection, stats: dict[str, Any], index: Index, *, register: bool
@@ -259,7 +257,7 @@ def _others(stats: dict[str, Any], data: IndexData) -> dict[str, int]:
 def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str]) -> PlanGroup:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
-        engine.attach(conn, source)
+        attach_readonly(conn, source, "src")
         schema = discover(conn, "src")
         engine.select_rows(conn, schema, spec.namespaces, spec.scope_to)
         summary = engine.summarize(conn, schema)
@@ -296,7 +294,7 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
     index = index or Index()
     base = index.base
     source = paths.default_db_path(base)
-    stats = namespace_stats(source)
+    stats = namespace_stats("default", base=base)
     specs, root, notes = _resolve(selection, stats, index, register=register)
     groups = ([_plan_group(source, spec, base, notes) for spec in specs]
               if source.exists() else [])
@@ -305,7 +303,7 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
     if source.exists():
         conn = sqlite3.connect(":memory:")
         try:
-            engine.attach(conn, source)
+            attach_readonly(conn, source, "src")
             schema = discover(conn, "src")
             shared = sorted(schema.shared)
             if schema.vector_tables and groups:
@@ -339,7 +337,7 @@ def clear_query_cache(db_path: Path) -> None:
 
 
 def _ensure_schema(db_path: Path) -> None:
-    from ..memory.store import init_bank
+    from ..memory.driver import init_bank
 
     init_bank(db_path)
 

@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import BusyError, DataError
+from ..memory.banks import readonly_uri
 
 BUSY_MS = 10_000
 
@@ -56,7 +57,7 @@ def restore(snapshot_path: Path, database: Path) -> None:
     if not snapshot_path.exists():
         raise DataError(f"the backup {snapshot_path} is missing; cannot restore {database}")
     database.parent.mkdir(parents=True, exist_ok=True)
-    source = sqlite3.connect(f"file:{snapshot_path}?mode=ro", uri=True)
+    source = sqlite3.connect(readonly_uri(snapshot_path), uri=True)
     try:
         target = _connect(database)
         try:

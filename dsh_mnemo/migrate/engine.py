@@ -26,6 +26,8 @@ from typing import Any
 
 from ..errors import BusyError, DataError
 from ..faults import fault
+from ..memory.banks import attach_readonly
+from ..report import Progress
 from .schema import (
     CHANNEL_COLUMN,
     SCOPE_COLUMN,
@@ -39,21 +41,12 @@ from .schema import (
 BUSY_MS = 10_000
 CHUNK = 2_000
 
-Progress = Callable[[str, int, int], None]
 
 
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                               timeout=BUSY_MS / 1000)
-    else:
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_MS / 1000)
+def connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
     return conn
-
-
-def attach(conn: sqlite3.Connection, path: Path, alias: str = "src") -> None:
-    conn.execute(f"ATTACH DATABASE ? AS {alias}", (f"file:{path}?mode=ro",))
 
 
 def begin_immediate(conn: sqlite3.Connection, what: Path) -> None:
@@ -352,7 +345,7 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
         # Hold the source's write lock throughout: nothing may change (or be
         # added to) the selected rows between copy and delete.
         begin_immediate(src_conn, source)
-        attach(dst_conn, source)
+        attach_readonly(dst_conn, source, "src")
         src_schema = discover(dst_conn, "src")
         dst_schema = discover(dst_conn, "main")
         begin_immediate(dst_conn, target)

@@ -24,11 +24,9 @@ from pathlib import Path
 from .. import paths
 from ..errors import RefusedError
 from ..faults import fault
-from ..migrate.engine import Progress
-from ..migrate.inventory import namespace_stats
 from . import identity
-from .index import Index, IndexData, WorkspaceEntry, now_ms
-from .orphans import workspace_rows
+from .index import Index, IndexData, WorkspaceEntry, mint_entry
+from .orphans import default_stats, workspace_rows
 
 
 @dataclass
@@ -73,9 +71,14 @@ def _refuse_foreign_marker(root: Path, location: identity.Location) -> None:
         identity.read_marker(root / identity.MARKER_NAME)  # raises MarkerError: say why
 
 
-def adopt(namespace: str, path: Path | None = None, *, index: Index | None = None,
-          move: bool = True, progress: Progress | None = None) -> AdoptResult:
-    """Pin `namespace` to the directory `path` (default: the current directory)."""
+def adopt(namespace: str, path: Path | None = None, *, index: Index | None = None
+          ) -> AdoptResult:
+    """Pin `namespace` to the directory `path` (default: the current directory).
+
+    Rows of the namespace still in the default database stay there; the
+    result's `migrate_command` says so, and `commands.workspace.adopt` moves
+    them with the migration machinery right after.
+    """
     if not identity.is_workspace_namespace(namespace):
         raise RefusedError(f"{namespace!r} is not a workspace namespace",
                            hint="Use the full dsh_v2_workspace_<64 hex> name that "
@@ -117,7 +120,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
                 f"{root} already belongs to workspace {claimed.displayName!r} "
                 f"({claimed.namespace}), whose marker is missing",
                 hint=f"Restore it with: mnemo rebind {root} --from {claimed.namespace}")
-        default_rows = namespace_stats(paths.default_db_path(base)).get(namespace)
+        default_rows = default_stats(index, namespace)
         bank_db = paths.bank_db_path(bank, base)
         if not bank_db.exists() and not (default_rows and default_rows.all_rows):
             raise RefusedError(f"no rows of {namespace} exist in any database: nothing "
@@ -127,9 +130,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
         with index.transaction() as fresh:
             if any(not e.supersededBy for e in fresh.by_namespace(namespace)):
                 raise RefusedError(f"{namespace} was adopted by another process meanwhile")
-            entry = WorkspaceEntry(identityKey=key, namespace=namespace, bank=bank,
-                                   displayName=root.name, canonicalPath=str(root),
-                                   lastSeenPath=str(root), boundAt=now_ms())
+            entry = mint_entry(key, root, namespace=namespace, bank=bank)
             fresh.workspaces.append(entry)
         fault("adopt-after-index")
         identity.write_marker(root, workspace_uuid)
@@ -139,7 +140,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
             current = fresh.by_identity(entry.identityKey)
             if current is not None:
                 current.lastSeenPath = str(root)
-    stats = namespace_stats(paths.default_db_path(base)).get(namespace)
+    stats = default_stats(index, namespace)
     in_default = stats.rows if stats else 0
     result = AdoptResult(
         status=status, namespace=namespace, bank=entry.bank, identity_key=entry.identityKey,
@@ -147,17 +148,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
         bank_rows=workspace_rows(index, namespace, entry.bank) - in_default,
         default_rows=in_default)
     if stats and stats.all_rows:
-        command = f"mnemo migrate run --session {namespace}"
-        if move:
-            from ..migrate import Selection, run_migration
-
-            moved = run_migration(Selection(sessions=[namespace]), index=index,
-                                  progress=progress, kind="adopt")
-            result.journal = moved.journal
-            result.moved_rows = in_default
-            result.bank_rows = workspace_rows(index, namespace, entry.bank)
-        else:
-            result.migrate_command = command
+        result.migrate_command = f"mnemo migrate run --session {namespace}"
     return result
 
 
@@ -246,10 +237,7 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
             raise RefusedError(f"the workspace {source!r} disappeared from the index meanwhile")
         entry = fresh.by_identity(key)
         if entry is None:
-            entry = WorkspaceEntry(identityKey=key, namespace=previous.namespace,
-                                   bank=previous.bank, displayName=root.name,
-                                   canonicalPath=str(root), lastSeenPath=str(root),
-                                   boundAt=now_ms())
+            entry = mint_entry(key, root, namespace=previous.namespace, bank=previous.bank)
             fresh.workspaces.append(entry)
         else:
             entry.namespace, entry.bank = previous.namespace, previous.bank

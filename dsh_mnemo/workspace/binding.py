@@ -88,17 +88,7 @@ def _register(index: Index, workspace_uuid: str, root: Path, *,
     with index.transaction() as data:
         if clear_decline:
             data.declined = [d for d in data.declined if d.path != str(root)]
-        entry = data.active_for(key)
-        if entry is None:
-            namespace = identity.namespace_for(key)
-            entry = WorkspaceEntry(
-                identityKey=key, namespace=namespace, bank=identity.bank_for(namespace),
-                displayName=root.name, canonicalPath=str(root), lastSeenPath=str(root),
-                boundAt=now_ms())
-            data.workspaces.append(entry)
-        else:
-            entry.lastSeenPath = str(root)
-        return entry
+        return data.register(key, root)
 
 
 def _result(status: str, root: Path, entry: WorkspaceEntry) -> BindResult:
@@ -170,75 +160,3 @@ def status(path: Path | None, settings: Settings, *, session_id: str | None = No
                      if ctx.workspace else None),
         marker_problems=[{"path": p.path, "reason": p.reason} for p in ctx.problems],
         index_recovered_from=index.recovery.moved_to if index.recovery else None)
-
-
-@dataclass
-class WorkspaceRow:
-    identity_key: str
-    namespace: str
-    bank: str
-    display_name: str
-    canonical_path: str
-    last_seen_path: str
-    bound_at: int
-    superseded_by: str | None
-    state: str  # "bound" | "missing" | "marker-mismatch" | "superseded"
-    db_exists: bool
-
-
-@dataclass
-class Orphan:
-    namespace: str
-    where: str  # "bank:<name>" or "default"
-    rows: int
-    first: str | None
-    last: str | None
-    display_name: str | None = None  # from a set-aside index that named it
-    last_seen_path: str | None = None
-    command: str | None = None  # what recovers it (adopt) or finishes it (migrate)
-
-
-@dataclass
-class WorkspacesReport:
-    workspaces: list[WorkspaceRow]
-    orphans: list[Orphan] = field(default_factory=list)
-    suggestions: list[dict[str, object]] = field(default_factory=list)
-    index_recovered_from: str | None = None
-    pending: list[Orphan] = field(default_factory=list)  # owned rows still in the default db
-
-
-def _entry_state(entry: WorkspaceEntry) -> str:
-    if entry.supersededBy:
-        return "superseded"
-    if not entry.lastSeenPath:
-        return "missing"
-    marker = Path(entry.lastSeenPath) / identity.MARKER_NAME
-    if not marker.exists():
-        return "missing"
-    try:
-        found = identity.read_marker(marker)
-    except identity.MarkerError:
-        return "marker-mismatch"
-    return "bound" if identity.identity_key_for(found) == entry.identityKey else "marker-mismatch"
-
-
-def list_workspaces(*, index: Index | None = None, cwd: Path | None = None
-                    ) -> WorkspacesReport:
-    """Index entries, orphans (rows without an entry), and, for `cwd`, suggestions."""
-    from . import orphans as orphan_scan
-
-    index = index or Index()
-    data = index.load()
-    rows = [WorkspaceRow(
-        identity_key=e.identityKey, namespace=e.namespace, bank=e.bank,
-        display_name=e.displayName, canonical_path=e.canonicalPath,
-        last_seen_path=e.lastSeenPath, bound_at=e.boundAt, superseded_by=e.supersededBy,
-        state=_entry_state(e), db_exists=paths.bank_db_path(e.bank, index.base).exists())
-        for e in data.workspaces]
-    found = orphan_scan.find_orphans(index, data)
-    return WorkspacesReport(workspaces=rows, orphans=found,
-                            suggestions=(orphan_scan.suggestions(cwd, index, found, data)
-                                         if cwd is not None else []),
-                            pending=orphan_scan.pending_moves(index, data),
-                            index_recovered_from=index.recovery.moved_to
-                            if index.recovery else None)

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import paths
 from ..config import Settings
 from . import identity
-from .index import Index, IndexData, WorkspaceEntry, now_ms
+from .index import Index, WorkspaceEntry
 
 REASON_MARKER = "marker"
 REASON_SESSION = "session"
@@ -60,27 +60,11 @@ def register_seen(index: Index, location: identity.Location) -> WorkspaceEntry:
     """
     assert location.workspace_uuid is not None and location.root is not None
     key = identity.identity_key_for(location.workspace_uuid)
-    root = str(location.root)
-    data = index.load()
-    entry = data.active_for(key)
-    if entry is not None and entry.lastSeenPath == root:
+    entry = index.load().active_for(key)
+    if entry is not None and entry.lastSeenPath == str(location.root):
         return entry
     with index.transaction() as data:
-        return _upsert(data, key, location.root)
-
-
-def _upsert(data: IndexData, key: str, root: Path) -> WorkspaceEntry:
-    entry = data.active_for(key)
-    if entry is None:
-        namespace = identity.namespace_for(key)
-        entry = WorkspaceEntry(
-            identityKey=key, namespace=namespace, bank=identity.bank_for(namespace),
-            displayName=root.name, canonicalPath=str(root), lastSeenPath=str(root),
-            boundAt=now_ms())
-        data.workspaces.append(entry)
-    else:
-        entry.lastSeenPath = str(root)
-    return entry
+        return data.register(key, location.root)
 
 
 def hint_root_for(location: identity.Location) -> Path:
@@ -120,14 +104,7 @@ def resolve_memory_context(cwd: Path | str | None, session_id: str | None,
             entry = register_seen(index, location)
         else:
             key = identity.identity_key_for(location.workspace_uuid or "")
-            entry = index.load().active_for(key)
-            if entry is None:
-                namespace = identity.namespace_for(key)
-                entry = WorkspaceEntry(identityKey=key, namespace=namespace,
-                                       bank=identity.bank_for(namespace),
-                                       displayName=Path(str(location.root)).name,
-                                       canonicalPath=str(location.root),
-                                       lastSeenPath=str(location.root))
+            entry = index.peek().resolve(key, Path(str(location.root)))
     sid = _valid_session_id(session_id)
     common = dict(mode=mode, session_id=sid, workspace=entry, problems=location.problems)
     if mode == "session":

@@ -20,7 +20,7 @@ from typing import Any
 from .. import paths
 from ..errors import DataError
 from ..fsutil import atomic_write_text, file_lock
-from .identity import bank_for, is_workspace_namespace
+from .identity import bank_for, is_workspace_namespace, namespace_for
 
 INDEX_VERSION = 1
 
@@ -103,6 +103,21 @@ class WorkspaceEntry:
         return {**self.extra, **body}
 
 
+def mint_entry(identity_key: str, root: Path, *, namespace: str | None = None,
+               bank: str | None = None, bound_at: int | None = None) -> WorkspaceEntry:
+    """A new index entry for the workspace at `root`: the only place entries are made.
+
+    The namespace is minted from the identity key (and the bank from the
+    namespace) unless the entry takes over existing ones (adopt, rebind).
+    `bound_at=0` marks an entry that is not (yet) in the index.
+    """
+    namespace = namespace or namespace_for(identity_key)
+    return WorkspaceEntry(identityKey=identity_key, namespace=namespace,
+                          bank=bank or bank_for(namespace), displayName=root.name,
+                          canonicalPath=str(root), lastSeenPath=str(root),
+                          boundAt=now_ms() if bound_at is None else bound_at)
+
+
 @dataclass
 class DeclinedPath:
     path: str
@@ -133,6 +148,20 @@ class IndexData:
                 break
             entry = successor
         return entry
+
+    def register(self, identity_key: str, root: Path) -> WorkspaceEntry:
+        """The identity's active entry, last seen at `root` now (minted if new)."""
+        entry = self.active_for(identity_key)
+        if entry is None:
+            entry = mint_entry(identity_key, root)
+            self.workspaces.append(entry)
+        else:
+            entry.lastSeenPath = str(root)
+        return entry
+
+    def resolve(self, identity_key: str, root: Path) -> WorkspaceEntry:
+        """The identity's active entry, or the one a bind would mint (not added)."""
+        return self.active_for(identity_key) or mint_entry(identity_key, root, bound_at=0)
 
     def to_json(self) -> dict[str, Any]:
         return {**self.extra, "version": self.version,
@@ -180,8 +209,8 @@ class Index:
         self.lock_timeout = lock_timeout
         self.recovery: Recovery | None = None
 
-    def _read(self) -> IndexData | None:
-        """Parse the file; None when it is missing, raise ValueError when corrupt."""
+    def read(self) -> IndexData | None:
+        """Parse the file, read-only; None when it is missing, `IndexCorrupt` when corrupt."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -191,16 +220,24 @@ class Index:
         try:
             return _parse(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, TypeError) as exc:
-            raise _Corrupt(str(exc)) from None
+            raise IndexCorrupt(str(exc)) from None
         except RecursionError:
             # json raises this, not ValueError, for absurdly deep nesting.
-            raise _Corrupt("nested too deeply") from None
+            raise IndexCorrupt("nested too deeply") from None
+
+    def peek(self) -> IndexData:
+        """The index for a read-only caller: a corrupt file is left where it is (and
+        reads as empty) instead of being set aside and rebuilt."""
+        try:
+            return self.read() or IndexData()
+        except IndexCorrupt:
+            return IndexData()
 
     def load(self) -> IndexData:
         """The current index; a corrupt file is set aside and an empty one returned."""
         try:
-            return self._read() or IndexData()
-        except _Corrupt:
+            return self.read() or IndexData()
+        except IndexCorrupt:
             # Recovery writes, so it takes the lock and re-checks first.
             with self.transaction() as data:
                 return data
@@ -209,8 +246,8 @@ class Index:
     def transaction(self) -> Iterator[IndexData]:
         with file_lock(self.lock_path, timeout=self.lock_timeout, what="index lock"):
             try:
-                data = self._read() or IndexData()
-            except _Corrupt as exc:
+                data = self.read() or IndexData()
+            except IndexCorrupt as exc:
                 data = IndexData()
                 self._set_aside(str(exc))
             before = json.dumps(data.to_json(), sort_keys=True)
@@ -232,5 +269,5 @@ class Index:
         self.recovery = Recovery(moved_to=str(target), reason=reason)
 
 
-class _Corrupt(Exception):
-    pass
+class IndexCorrupt(Exception):
+    """`identity.json` cannot be parsed (its reason is the message)."""

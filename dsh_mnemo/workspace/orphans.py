@@ -17,10 +17,21 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import MnemoError
-from ..migrate.inventory import NamespaceStats, namespace_stats
+from ..memory.banks import NamespaceStats, namespace_stats
 from . import identity
-from .binding import Orphan
 from .index import Index, IndexData
+
+
+@dataclass
+class Orphan:
+    namespace: str
+    where: str  # "bank:<name>" or "default"
+    rows: int
+    first: str | None
+    last: str | None
+    display_name: str | None = None  # from a set-aside index that named it
+    last_seen_path: str | None = None
+    command: str | None = None  # what recovers it (adopt) or finishes it (migrate)
 
 
 @dataclass
@@ -61,6 +72,14 @@ def _aside_hints(index: Index) -> dict[str, Hint]:
     return hints
 
 
+def _stats(bank: str, base: Path) -> dict[str, NamespaceStats]:
+    """A bank's namespaces for a listing; a damaged bank lists nothing (doctor reports it)."""
+    try:
+        return namespace_stats(bank, base=base)
+    except MnemoError:
+        return {}
+
+
 def _total(stats: dict[str, NamespaceStats]) -> tuple[int, str | None, str | None]:
     rows = sum(s.rows for s in stats.values())
     firsts = [s.first for s in stats.values() if s.first]
@@ -82,7 +101,7 @@ def find_orphans(index: Index, data: IndexData | None = None) -> list[Orphan]:
             if (not folder.name.startswith(identity.BANK_PREFIX) or folder.name in known_banks
                     or not db.exists()):
                 continue
-            stats = namespace_stats(db)
+            stats = _stats(folder.name, base)
             if not any(s.all_rows for s in stats.values()):
                 continue
             owner = next((ns for ns in stats if identity.is_workspace_namespace(ns)
@@ -94,7 +113,7 @@ def find_orphans(index: Index, data: IndexData | None = None) -> list[Orphan]:
                 first=first, last=last, display_name=hint.display_name,
                 last_seen_path=hint.last_seen_path,
                 command=(f"mnemo adopt {owner} PATH" if owner else None)))
-    for ns, s in sorted(namespace_stats(paths.default_db_path(base)).items()):
+    for ns, s in sorted(_stats("default", base).items()):
         if identity.is_workspace_namespace(ns) and ns not in known_namespaces and s.all_rows:
             hint = hints.get(ns, Hint(None, None))
             found.append(Orphan(namespace=ns, where="default", rows=s.rows, first=s.first,
@@ -110,14 +129,19 @@ def pending_moves(index: Index, data: IndexData | None = None) -> list[Orphan]:
     owned = {e.namespace for e in data.workspaces}
     return [Orphan(namespace=ns, where="default", rows=s.rows, first=s.first, last=s.last,
                    command="mnemo migrate run")
-            for ns, s in sorted(namespace_stats(paths.default_db_path(index.base)).items())
+            for ns, s in sorted(_stats("default", index.base).items())
             if ns in owned and s.all_rows]
+
+
+def default_stats(index: Index, namespace: str) -> NamespaceStats | None:
+    """What the default database still holds of `namespace`, if anything."""
+    return _stats("default", index.base).get(namespace)
 
 
 def workspace_rows(index: Index, namespace: str, bank: str) -> int:
     """Memories of a workspace: its whole bank, plus its rows still in the default db."""
-    rows, _, _ = _total(namespace_stats(paths.bank_db_path(bank, index.base)))
-    default = namespace_stats(paths.default_db_path(index.base)).get(namespace)
+    rows, _, _ = _total(_stats(bank, index.base))
+    default = default_stats(index, namespace)
     return rows + (default.rows if default else 0)
 
 

@@ -1,0 +1,1 @@
+"""What each `mnemo` command does, as reports the CLI renders (one module per group)."""
