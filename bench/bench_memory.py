@@ -15,7 +15,7 @@ What it measures (no embeddings, LLM off, as mnemo runs by default):
 2. own-recall rate under the same load: 50 planted memories of the
    workspace, each queried by its topic, found in the top 5?  Every topic is
    also written ~20 times into every other workspace, so the competition is
-   strong.  For comparison the same rows are put in ONE database (the seeds'
+   strong.  For comparison the same rows are put in ONE database (the DSH plugin's
    shared layout) and recalled through upstream directly;
 3. `mnemo sleep --all --dry-run` over 200 workspaces with nothing due
    (wall time of the console script, subprocess).
@@ -348,7 +348,7 @@ def main() -> None:
               f"{r['own']:>10.0%} | {pct(cli, .5) * 1000:>12.0f} {pct(cli, .95) * 1000:>12.0f}")
     if any(s for *_, s in rows):
         print()
-        print("For comparison, the same rows in ONE database (the seeds' shared layout), "
+        print("For comparison, the same rows in ONE database (the DSH plugin's shared layout), "
               "upstream recall directly:")
         print(f"{'others':>7} | {'recall ms p50 p95':>17} | {'own-recall @5':>13} | "
               f"{'own-recall @100':>15}")

@@ -192,7 +192,12 @@ def _validate_flat(flat: dict[str, Any], *, origin: str) -> dict[str, Any]:
         if key is None:
             known = ", ".join(KEYS)
             raise ConfigError(f"{origin}: unknown key `{name}`", hint=f"Known keys: {known}")
-        values[name] = coerce(key, value)
+        try:
+            values[name] = coerce(key, value)
+        except ConfigError as exc:
+            raise ConfigError(f"{origin}: {exc.message}",
+                              hint=f"Fix it with `mnemo config set {name} VALUE`, or "
+                                   f"`mnemo config unset {name}` for the default.") from None
     check_combination(values)
     return values
 
@@ -287,6 +292,46 @@ def unset_value(name: str, path: Path | None = None) -> Settings:
         raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
     flat.pop(name, None)
     return _write(path, flat)
+
+
+def type_name(key: Key) -> str:
+    """The user-facing name of a key's type."""
+    return {bool: "boolean", int: "integer", float: "number", str: "string",
+            list: "list"}.get(key.type, key.type.__name__)
+
+
+def format_value(value: Any) -> str:
+    """A value written the way `config set` accepts it back."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+@dataclass
+class KeyReport:
+    key: str
+    value: Any
+    default: Any
+    source: str  # "file" when the config file sets it, else "default"
+    type: str
+    choices: list[Any] | None
+    doc: str
+
+
+def key_reports(names: list[str] | None = None, path: Path | None = None) -> list[KeyReport]:
+    """Each key's value, default and source (every key when `names` is None)."""
+    for name in names or []:
+        if name not in KEYS:
+            raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
+    loaded = load_settings(path)
+    explicit = user_values(path)
+    chosen = [KEYS[n] for n in names] if names is not None else list(SCHEMA)
+    return [KeyReport(key=k.name, value=loaded[k.name], default=k.default,
+                      source="file" if k.name in explicit else "default", type=type_name(k),
+                      choices=list(k.choices or k.item_choices or []) or None, doc=k.doc)
+            for k in chosen]
 
 
 def mnemosyne_env(settings: Settings) -> dict[str, str]:

@@ -470,8 +470,7 @@ def _roff_params(command: Command, *, include_help: bool = True) -> list[str]:
 
 def render_man(tree: Command) -> str:
     from dsh_mnemo import __version__
-    from dsh_mnemo.cli.config import format_value, type_name
-    from dsh_mnemo.config import SCHEMA
+    from dsh_mnemo.config import SCHEMA, format_value, type_name
     from dsh_mnemo.errors import EXIT_CODE_DESCRIPTIONS
 
     lines = [f'.\\" {GENERATED_NOTE}',
@@ -608,8 +607,7 @@ def _md_params(command: Command, *, include_help: bool = True) -> list[str]:
 
 
 def render_configuration_md() -> str:
-    from dsh_mnemo.cli.config import format_value, type_name
-    from dsh_mnemo.config import SCHEMA
+    from dsh_mnemo.config import SCHEMA, format_value, type_name
 
     out = [f"<!-- {GENERATED_NOTE} (from dsh_mnemo.config.SCHEMA) -->", "",
            "# Configuration", "",
@@ -654,7 +652,7 @@ def _num(value: float) -> str:
 
 
 def _example_value(key: Any) -> str:
-    from dsh_mnemo.cli.config import format_value
+    from dsh_mnemo.config import format_value
 
     if key.choices:
         from dsh_mnemo.config import SCHEMA, check_combination

@@ -1,7 +1,7 @@
 """Helpers for the foundation tests (identity, index, context, bind/status).
 
-The SPEC formulas are recomputed here from scratch with hashlib and a regex,
-never through `dsh_mnemo.workspace.identity`, so a bug there cannot hide in the test.
+The naming formulas are recomputed here from scratch with hashlib and a
+regex, never through `dsh_mnemo.workspace.identity`, so a bug there cannot hide in the test.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ GIT_ENV = {
 
 
 def expected_namespace(workspace_uuid: str) -> str:
-    """SPEC section 2: dsh_v2_workspace_ + sha256("id:" + uuid), 64 lower-case hex."""
+    """dsh_v2_workspace_ + sha256("id:" + uuid), 64 lower-case hex."""
     return "dsh_v2_workspace_" + hashlib.sha256(f"id:{workspace_uuid}".encode()).hexdigest()
 
 
 def expected_bank(workspace_uuid: str) -> str:
-    """SPEC section 1a: ws- + the first 48 hex digits of the namespace hash."""
+    """ws- + the first 48 hex digits of the namespace hash."""
     return "ws-" + hashlib.sha256(f"id:{workspace_uuid}".encode()).hexdigest()[:48]
 
 

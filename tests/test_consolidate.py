@@ -121,7 +121,7 @@ def test_sleep_all_visits_only_due_namespaces_in_every_bank(make_repo, data_dir,
 
     calls: list[tuple[int, int, str]] = []
     dry = consolidate.sleep_all(dry_run=True,
-                                progress=lambda d, t, label: calls.append((d, t, label)))
+                                progress=lambda label, d, t: calls.append((d, t, label)))
     planned = {(r.bank, r.namespace): r.due for r in dry.results}
     assert planned == {(a.bank, a.namespace): 3, (b.bank, b.namespace): 2,
                        ("global", "global"): 2, ("default", "dsh_v2_session_s1"): 1}

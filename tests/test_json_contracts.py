@@ -187,11 +187,18 @@ def test_json_output_matches_its_documented_contract(case: Case, world: World, c
 
 
 def _emitted_kinds() -> set[str]:
-    kinds = {"error"}  # cli/common.fail
-    pattern = re.compile(r"""emit_json\(\s*["']([A-Za-z0-9_.-]+)["']""")
-    for source in (ROOT / "dsh_mnemo").rglob("*.py"):
+    """Every kind a command can print: each report kind has a view, plus `error`."""
+    from dsh_mnemo.cli.common import VIEWS
+
+    return {"error"} | set(VIEWS)  # `error`: cli/common.fail
+
+
+def test_every_report_kind_of_the_commands_has_a_view() -> None:
+    pattern = re.compile(r"""Report\(\s*["']([A-Za-z0-9_.-]+)["']""")
+    kinds: set[str] = set()
+    for source in (ROOT / "dsh_mnemo" / "commands").rglob("*.py"):
         kinds.update(pattern.findall(source.read_text(encoding="utf-8")))
-    return kinds
+    assert kinds and not kinds - _emitted_kinds()
 
 
 def test_every_emitted_kind_is_documented(contracts) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from dsh_mnemo import paths
+from dsh_mnemo.commands import memory
 from dsh_mnemo.errors import FilteredError, RefusedError, UnboundError
-from dsh_mnemo.memory import ops as memory
 from dsh_mnemo.workspace import identity
 from tests.conftest import git_init
 from tests.memory_helpers import (
@@ -127,7 +127,7 @@ class Walk:
         scope = "global" if to_global else ("session" if ctx.mode == "session" else "workspace")
         try:
             result = memory.remember(ctx.settings, text, scope=scope, session_id=ctx.session,
-                                     cwd=ctx.cwd)
+                                     cwd=ctx.cwd).data
         except UnboundError:
             assert ctx.own is None and not to_global, ctx
             return
@@ -148,7 +148,7 @@ class Walk:
         top_k = self.rng.randint(1, 10)
         try:
             report = memory.recall(ctx.settings, words, top_k=top_k, session_id=ctx.session,
-                                   cwd=ctx.cwd)
+                                   cwd=ctx.cwd).data
         except UnboundError:
             assert ctx.own is None, ctx
             return
@@ -184,7 +184,8 @@ class Walk:
         before = row_snapshot(self.data_dir, memory_id)
         self.checked["forget"] += 1
         try:
-            result = memory.forget(ctx.settings, memory_id, session_id=ctx.session, cwd=ctx.cwd)
+            result = memory.forget(ctx.settings, memory_id, session_id=ctx.session,
+                                   cwd=ctx.cwd).data
         except (RefusedError, UnboundError) as exc:
             assert not allowed, (ctx, memory_id, row, exc)
             if isinstance(exc, UnboundError):
@@ -203,7 +204,7 @@ class Walk:
     def stats(self, ctx: Ctx) -> None:
         if self.rng.random() < 0.25:
             report = memory.stats(ctx.settings, all_banks=True, session_id=ctx.session,
-                                  cwd=ctx.cwd)
+                                  cwd=ctx.cwd).data
             got = {(s.bank, s.namespace): (s.working, s.episodic, s.legacy)
                    for s in report.namespaces}
             owners = {r.owner for r in self.model.rows.values()}
@@ -213,7 +214,7 @@ class Walk:
             self.checked["stats"] += 1
             return
         try:
-            report = memory.stats(ctx.settings, session_id=ctx.session, cwd=ctx.cwd)
+            report = memory.stats(ctx.settings, session_id=ctx.session, cwd=ctx.cwd).data
         except UnboundError:
             assert ctx.own is None
             return
@@ -233,7 +234,7 @@ class Walk:
         everything = self.rng.random() < 0.3
         try:
             report = memory.sleep(ctx.settings, all_banks=everything, force=True,
-                                  session_id=ctx.session, cwd=ctx.cwd)
+                                  session_id=ctx.session, cwd=ctx.cwd).data
         except UnboundError:
             assert ctx.own is None and not everything
             return

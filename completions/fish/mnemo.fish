@@ -120,7 +120,7 @@ complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'config' -d 'Show, read and change 
 complete -c mnemo -n '__mnemo_in \'\'' -l 'data-dir' -r -F -d 'Data directory (index, banks, backups, logs).'
 complete -c mnemo -n '__mnemo_in \'\'' -l 'version' -d 'Show the version and exit.'
 complete -c mnemo -n '__mnemo_in \'\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_in \'bind\'' -l 'decline' -d 'Do not bind; silence the bind hint here for 30 days.'
+complete -c mnemo -n '__mnemo_in \'bind\'' -l 'decline' -d 'Do not bind; silence the bind hint here for `hint.decline_days` days (30 by default).'
 complete -c mnemo -n '__mnemo_in \'bind\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'bind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'bind\' 0' -F

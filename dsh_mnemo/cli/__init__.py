@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import adopt, config, doctor, hooks, memory, migrate, workspace
+from . import config, doctor, hooks, memory, migrate, workspace
 
 app = typer.Typer(
     name="mnemo",
@@ -41,7 +41,6 @@ def main(
 
 
 workspace.register(app)
-adopt.register(app)
 memory.register(app)
 hooks.register(app)
 migrate.register(app)

@@ -1,21 +1,41 @@
-"""What every command shares: settings, JSON output, and error mapping."""
+"""The one output path of every command, and what the command modules share.
+
+A command function parses its arguments, calls one function of
+`dsh_mnemo.commands` and returns the `Report` it gets.  `@reports` does the
+rest, the same way for every command:
+
+- `--json`: one JSON document on stdout, `{"schema_version", "kind", ...}`;
+  the report's messages go to stderr;
+- otherwise the kind's *view* (registered with `@view`) draws the data with
+  rich, and the messages follow (notes on stdout, warnings on stderr);
+- any `MnemoError` — from loading the config file as much as from the work —
+  becomes the `error` document (with `--json`) or a message and its hint on
+  stderr, and the process exits with the error's code; a report exits with
+  the code the core put in it.
+
+So no command can forget to print its errors as JSON, or decide an exit
+code of its own.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from .. import paths
 from ..config import Settings, apply_environment, load_settings
-from ..errors import ExitCode, MnemoError
+from ..errors import MnemoError
+from ..report import Progress, Report
 
 JSON_SCHEMA_VERSION = 1
 
@@ -23,8 +43,6 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-
-T = TypeVar("T")
 
 
 class _LazyModule:
@@ -47,24 +65,30 @@ def lazy(name: str) -> Any:
     return _LazyModule(name)
 
 
-def settings(*, json_errors: bool = False) -> Settings:
-    """Load settings and prepare Mnemosyne's environment (before any import of it).
-
-    A bad config file ends the command here with its message and exit code
-    (a `ConfigError` raised outside `run()` would otherwise be a traceback).
-    """
-    try:
-        loaded = load_settings()
-    except MnemoError as exc:
-        fail(exc, json_errors=json_errors)
-        raise  # unreachable: fail() always exits
+def settings() -> Settings:
+    """Load settings and prepare Mnemosyne's environment (before any import of it)."""
+    loaded = load_settings()
     apply_environment(loaded, paths.data_dir())
     return loaded
 
 
+# ─── Rendering ─────────────────────────────────────────────────────────────
+
+View = Callable[[Any], None]
+VIEWS: dict[str, View] = {}
+
+
+def view(kind: str) -> Callable[[View], View]:
+    """Register how a report of `kind` is drawn for people."""
+    def register(function: View) -> View:
+        VIEWS[kind] = function
+        return function
+    return register
+
+
 def to_jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: to_jsonable(v) for k, v in dataclasses.asdict(value).items()}
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -84,31 +108,56 @@ def emit_json(kind: str, payload: Any) -> None:
     sys.stdout.flush()
 
 
-def run(action: Callable[[], T], *, json_errors: bool = False) -> T:
-    """Call the core; turn a `MnemoError` into a message and its exit code."""
-    try:
-        return action()
-    except MnemoError as exc:
-        fail(exc, json_errors=json_errors)
-    except KeyboardInterrupt:
-        err.print("mnemo: interrupted")
-        raise typer.Exit(130) from None
-    except OSError as exc:
-        fail(MnemoError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
-                        hint="Check the path and its permissions."), json_errors=json_errors)
-    raise AssertionError("unreachable")
+def render(report: Report, *, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.kind, report.data)
+        for message in report.messages:
+            err.print(escape(message.text))
+        return
+    VIEWS[report.kind](report.data)
+    for message in report.messages:
+        if message.level == "warning":
+            err.print(f"[yellow]{escape(message.text)}[/]")
+        else:
+            out.print(escape(message.text))
 
 
-def fail(exc: MnemoError, *, json_errors: bool = False) -> None:
-    if json_errors:
+def fail(exc: MnemoError, *, as_json: bool) -> typer.Exit:
+    """Print the error (as the `error` document with --json); the exit to raise."""
+    if as_json:
         document = {"schema_version": JSON_SCHEMA_VERSION, "kind": "error",
                     "error": exc.message, "hint": exc.hint,
                     "exit_code": int(exc.exit_code)}
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
     err.print(f"[bold red]mnemo:[/] {escape(exc.message)}")
     if exc.hint:
         err.print(f"  {escape(exc.hint)}")
-    raise typer.Exit(int(exc.exit_code))
+    return typer.Exit(int(exc.exit_code))
+
+
+def reports(function: Callable[..., Report | None]) -> Callable[..., None]:
+    """Turn a command returning a `Report` into one that renders it and exits."""
+    @functools.wraps(function)
+    def command(*args: Any, **kwargs: Any) -> None:
+        as_json = bool(kwargs.get("json", False))
+        try:
+            report = function(*args, **kwargs)
+        except MnemoError as exc:
+            raise fail(exc, as_json=as_json) from None
+        except OSError as exc:
+            where = f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+            raise fail(MnemoError(where, hint="Check the path and its permissions."),
+                       as_json=as_json) from None
+        except KeyboardInterrupt:
+            err.print("mnemo: interrupted")
+            raise typer.Exit(130) from None
+        if report is None:  # the command ended on purpose without a report
+            return
+        render(report, as_json=as_json)
+        if report.exit_code:
+            raise typer.Exit(int(report.exit_code))
+    return command
 
 
 def escape(text: str) -> str:
@@ -117,5 +166,37 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def exit_with(code: ExitCode) -> None:
-    raise typer.Exit(int(code))
+def table(*columns: str, **options: Any) -> Any:
+    """A borderless rich table that folds long cells rather than cutting them."""
+    from rich.table import Table
+
+    grid = Table(*columns, box=None, pad_edge=False, **options)
+    for column in grid.columns:
+        column.overflow = "fold"
+    return grid
+
+
+@contextmanager
+def progress_bar(*, enabled: bool, one_line: bool = False) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal; nothing otherwise.
+
+    One bar per phase, or with `one_line` a single bar whose label follows
+    the phase (for a loop over many items, each its own "phase").
+    """
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                   console=err, transient=True)
+    tasks: dict[str, Any] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        key = "" if one_line else phase
+        if key not in tasks:
+            tasks[key] = bar.add_task(escape(phase), total=total)
+        bar.update(tasks[key], completed=done, total=total, description=escape(phase))
+
+    with bar:
+        yield update

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..harnesses.registry import EVENTS
-from ..harnesses.registry import NAMES as HARNESSES
-from .common import JsonOpt, emit_json, err, escape, lazy, out, run, settings
+from ..harnesses.registry import EVENTS, NAMES
+from .common import JsonOpt, escape, lazy, out, reports, settings, view
 
-core = lazy("dsh_mnemo.harnesses.install")
+core = lazy("dsh_mnemo.commands.hooks")
 
 HarnessOpt = Annotated[str, typer.Option(
-    "--harness", help=f"The harness: {', '.join(HARNESSES)}.", show_default=False)]
+    "--harness", help=f"The harness: {', '.join(NAMES)}.", show_default=False)]
 ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", help="Use the project-level config of this directory instead of the "
     "user-level one.", show_default=False)]
@@ -34,7 +33,7 @@ def hook(
     event: Annotated[str, typer.Argument(
         help=f"The event: {', '.join(EVENTS)}.", show_default=False)],
     harness: Annotated[str, typer.Option(
-        "--harness", help=f"The harness sending the event: {', '.join(HARNESSES)}.")]
+        "--harness", help=f"The harness sending the event: {', '.join(NAMES)}.")]
     = "generic",
 ) -> None:
     """Run by harnesses: read the event JSON on stdin, answer in the harness's format.
@@ -54,18 +53,20 @@ def hook(
 
 
 @hooks_app.command("install")
-def install(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False) -> None:
+@reports
+def install(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False):
     """Merge mnemo's hooks into the harness's config (backed up first; idempotent)."""
     settings()
-    result = run(lambda: core.install(harness, project), json_errors=json)
-    if json:
-        emit_json("hooks-install", result)
-        return
+    return core.install(harness, project)
+
+
+@view("hooks-install")
+def _installed(result: Any) -> None:
     if result.action == "unchanged":
-        out.print(f"mnemo's hooks for {harness} are already installed in "
+        out.print(f"mnemo's hooks for {result.harness} are already installed in "
                   f"{escape(result.config_path or '-')}; nothing changed.")
     elif result.config_path:
-        out.print(f"{result.action.capitalize()} mnemo's hooks for {harness} in "
+        out.print(f"{result.action.capitalize()} mnemo's hooks for {result.harness} in "
                   f"{escape(result.config_path)}")
     else:
         out.print(f"Wrote the hook wrapper {escape(result.wrapper_path or '')}")
@@ -80,39 +81,42 @@ def install(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = Fal
 
 
 @hooks_app.command("uninstall")
-def uninstall(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False) -> None:
+@reports
+def uninstall(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False):
     """Remove mnemo's hooks (and nothing else) from the harness's config."""
     settings()
-    result = run(lambda: core.uninstall(harness, project), json_errors=json)
-    if json:
-        emit_json("hooks-uninstall", result)
-        return
+    return core.uninstall(harness, project)
+
+
+@view("hooks-uninstall")
+def _uninstalled(result: Any) -> None:
     if result.action == "removed":
-        out.print(f"Removed mnemo's hooks for {harness} from {escape(result.config_path or '')}")
+        out.print(f"Removed mnemo's hooks for {result.harness} from "
+                  f"{escape(result.config_path or '')}")
         out.print(f"  backup of the previous file: {escape(result.backup_path or '')}")
     elif result.config_path:
-        out.print(f"No mnemo hooks for {harness} in {escape(result.config_path)}; "
+        out.print(f"No mnemo hooks for {result.harness} in {escape(result.config_path)}; "
                   "nothing changed.")
     else:
-        out.print(f"The {harness} harness has no config file; stop calling "
+        out.print(f"The {result.harness} harness has no config file; stop calling "
                   f"{escape(result.wrapper_path or '')} from your harness.")
 
 
 @hooks_app.command("status")
-def status(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False) -> None:
+@reports
+def status(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False):
     """Is mnemo installed in the harness's config, and does it reach a working mnemo?"""
     settings()
-    report = run(lambda: core.harness_status(harness, project), json_errors=json)
-    if json:
-        emit_json("hooks-status", report)
-    else:
-        state = ("[bold green]installed[/]" if report.ok else
-                 "[bold yellow]installed, with problems[/]" if report.installed else
-                 "[bold yellow]not installed[/]")
-        out.print(f"{harness}: {state}")
-        out.print(f"  config   {escape(report.config_path or '-')}")
-        for kind, present in report.events.items():
-            out.print(f"  {kind:<8} {'yes' if present else 'no'}")
-        out.print(f"  mnemo    {escape(report.mnemo_path or '-')}")
-        for problem in report.problems:
-            err.print(f"[yellow]{escape(problem)}[/]")
+    return core.status(harness, project)
+
+
+@view("hooks-status")
+def _status(report: Any) -> None:
+    state = ("[bold green]installed[/]" if report.ok else
+             "[bold yellow]installed, with problems[/]" if report.installed else
+             "[bold yellow]not installed[/]")
+    out.print(f"{report.harness}: {state}")
+    out.print(f"  config   {escape(report.config_path or '-')}")
+    for kind, present in report.events.items():
+        out.print(f"  {kind:<8} {'yes' if present else 'no'}")
+    out.print(f"  mnemo    {escape(report.mnemo_path or '-')}")

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ..errors import ExitCode
-from ..workspace.index import Index
-from .common import JsonOpt, emit_json, err, escape, lazy, out, run, settings
+from .common import (
+    JsonOpt,
+    err,
+    escape,
+    lazy,
+    out,
+    progress_bar,
+    render,
+    reports,
+    settings,
+    table,
+    view,
+)
 
-core = lazy("dsh_mnemo.migrate")
+core = lazy("dsh_mnemo.commands.migrate")
+migration = lazy("dsh_mnemo.migrate")
 
 app = typer.Typer(
     name="migrate", no_args_is_help=False, invoke_without_command=True,
@@ -39,9 +49,9 @@ def register(root: typer.Typer) -> None:
 
 
 def _selection(sessions: list[str] | None, legacy: bool, to_global: bool,
-               to: Path | None) -> core.Selection:
-    return core.Selection(sessions=list(sessions or []), legacy_dsh=legacy,
-                          default_to_global=to_global, to=to)
+               to: Path | None) -> Any:
+    return migration.Selection(sessions=list(sessions or []), legacy_dsh=legacy,
+                               default_to_global=to_global, to=to)
 
 
 @app.callback()
@@ -50,7 +60,8 @@ def main(ctx: typer.Context, session: SessionOpt = None, legacy_dsh: LegacyOpt =
          json: JsonOpt = False) -> None:
     """Plan (the default), run or revert a migration out of the default database."""
     if ctx.invoked_subcommand is None:
-        plan(session, legacy_dsh, default_to_global, to, check, json)
+        plan(session=session, legacy_dsh=legacy_dsh, default_to_global=default_to_global,
+             to=to, check=check, json=json)
     elif session or legacy_dsh or default_to_global or to or check or json:
         # Silently dropping a selector here would run a different class.
         err.print(f"[bold red]mnemo:[/] put the options after the subcommand: "
@@ -59,42 +70,63 @@ def main(ctx: typer.Context, session: SessionOpt = None, legacy_dsh: LegacyOpt =
 
 
 @app.command("plan")
+@reports
 def plan(session: SessionOpt = None, legacy_dsh: LegacyOpt = False,
          default_to_global: GlobalOpt = False, to: ToOpt = None, check: CheckOpt = False,
-         json: JsonOpt = False) -> None:
+         json: JsonOpt = False):
     """Show what would move, per namespace and table; writes nothing."""
-    settings(json_errors=json)
-    selection = _selection(session, legacy_dsh, default_to_global, to)
-    result = run(lambda: core.plan_migration(selection, index=Index()), json_errors=json)
-    if json:
-        emit_json("migrate-plan", result)
-    else:
-        _render_plan(result)
-    if check and (result.pending or result.unfinished):
-        raise typer.Exit(int(ExitCode.PENDING))
+    settings()
+    return core.plan(_selection(session, legacy_dsh, default_to_global, to), check=check)
 
 
 @app.command("run")
+@reports
 def run_cmd(session: SessionOpt = None, legacy_dsh: LegacyOpt = False,
             default_to_global: GlobalOpt = False, to: ToOpt = None, yes: YesOpt = False,
-            json: JsonOpt = False) -> None:
+            json: JsonOpt = False):
     """Back up both databases, then move the rows (copy, verify, delete)."""
-    settings(json_errors=json)
+    settings()
     selection = _selection(session, legacy_dsh, default_to_global, to)
     if _interactive(json) and not yes:
-        preview = run(lambda: core.plan_migration(selection, index=Index()))
-        _render_plan(preview)
-        if not preview.pending and not preview.unfinished:
-            return
+        preview = core.plan(selection)
+        render(preview, as_json=False)
+        if not core.pending(preview.data):
+            return None
         if not typer.confirm("Move these rows now?", default=False):
             err.print("Nothing was changed.")
             raise typer.Exit(int(ExitCode.REFUSED))
-    with _progress(enabled=not json) as progress:
-        result = run(lambda: core.run_migration(selection, index=Index(), progress=progress),
-                     json_errors=json)
-    if json:
-        emit_json("migrate-run", result)
-        return
+    with progress_bar(enabled=not json) as progress:
+        return core.run(selection, progress=progress)
+
+
+@app.command("revert")
+@reports
+def revert(journal: Annotated[str, typer.Option(
+               "--journal", help="Journal id to revert, or 'latest'.")] = "latest",
+           from_backup: Annotated[bool, typer.Option(
+               "--from-backup", help="Restore the run's backups whole instead (loses "
+               "later changes to those databases).")] = False,
+           yes: YesOpt = False, json: JsonOpt = False):
+    """Move a migration's rows back, from its journal (or restore its backups)."""
+    settings()
+    if _interactive(json) and not yes:
+        what = ("restore the backups of" if from_backup else "move back the rows of")
+        warning = (" Changes made to those databases since then will be lost."
+                   if from_backup else "")
+        if not typer.confirm(f"This will {what} migration {journal}.{warning} Continue?",
+                             default=False):
+            err.print("Nothing was changed.")
+            raise typer.Exit(int(ExitCode.REFUSED))
+    with progress_bar(enabled=not json) as progress:
+        return core.revert(journal, from_backup=from_backup, progress=progress)
+
+
+def _interactive(json: bool) -> bool:
+    return not json and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+@view("migrate-run")
+def _ran(result: Any) -> None:
     for journal_id in result.resumed:
         out.print(f"Completed the interrupted migration {journal_id}.")
     if result.status == "nothing-to-do":
@@ -105,35 +137,11 @@ def run_cmd(session: SessionOpt = None, legacy_dsh: LegacyOpt = False,
               f"hangs off them); journal [bold]{result.journal}[/].")
     for item in result.backups:
         out.print(f"  backup of {escape(item['database'])}: {escape(item['backup'])}")
-    missing = sum(g.missing for g in result.groups)
-    if missing:
-        err.print(f"[yellow]{missing} journaled rows were found in neither database.[/]")
     out.print(f"Undo with: mnemo migrate revert --journal {result.journal}")
 
 
-@app.command("revert")
-def revert(journal: Annotated[str, typer.Option(
-               "--journal", help="Journal id to revert, or 'latest'.")] = "latest",
-           from_backup: Annotated[bool, typer.Option(
-               "--from-backup", help="Restore the run's backups whole instead (loses "
-               "later changes to those databases).")] = False,
-           yes: YesOpt = False, json: JsonOpt = False) -> None:
-    """Move a migration's rows back, from its journal (or restore its backups)."""
-    settings(json_errors=json)
-    if _interactive(json) and not yes:
-        what = ("restore the backups of" if from_backup else "move back the rows of")
-        warning = (" Changes made to those databases since then will be lost."
-                   if from_backup else "")
-        if not typer.confirm(f"This will {what} migration {journal}.{warning} Continue?",
-                             default=False):
-            err.print("Nothing was changed.")
-            raise typer.Exit(int(ExitCode.REFUSED))
-    with _progress(enabled=not json) as progress:
-        result = run(lambda: core.revert_migration(journal, from_backup=from_backup,
-                                                   progress=progress), json_errors=json)
-    if json:
-        emit_json("migrate-revert", result)
-        return
+@view("migrate-revert")
+def _reverted(result: Any) -> None:
     if result.status == "already-reverted":
         out.print(f"Migration {result.journal} is already reverted; nothing to do.")
         return
@@ -144,46 +152,10 @@ def revert(journal: Annotated[str, typer.Option(
         return
     moved = sum(result.moved_back.values())
     out.print(f"[bold green]Reverted[/] migration {result.journal}: {moved} rows moved back.")
-    if result.missing:
-        err.print(f"[yellow]{len(result.missing)} rows were deleted since the migration "
-                  "and could not be moved back:[/]")
-        for table, key in result.missing[:20]:
-            err.print(f"  {escape(str(table))} {escape(str(key))}")
 
 
-def _interactive(json: bool) -> bool:
-    return not json and sys.stdin.isatty() and sys.stdout.isatty()
-
-
-@contextmanager
-def _progress(*, enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A rich progress bar on a terminal; nothing otherwise."""
-    if not enabled or not err.is_terminal:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    bar = Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-                   console=err, transient=True)
-    tasks: dict[str, int] = {}
-
-    def update(phase: str, done: int, total: int) -> None:
-        if phase not in tasks:
-            tasks[phase] = bar.add_task(phase, total=total)
-        bar.update(tasks[phase], completed=done, total=total)
-
-    with bar:
-        yield update
-
-
-def _render_plan(plan: core.Plan) -> None:
-    from rich.table import Table
-
-    for journal_id in plan.unfinished:
-        err.print(f"[yellow]Migration {journal_id} was interrupted; `mnemo migrate run` "
-                  "completes it first.[/]")
-    for note in plan.notes:
-        err.print(f"[yellow]{escape(note)}[/]")
+@view("migrate-plan")
+def _planned(plan: Any) -> None:
     if not plan.groups:
         out.print(f"Nothing to migrate for {plan.selector} in {escape(plan.source_db)}.")
     for group in plan.groups:
@@ -195,14 +167,19 @@ def _render_plan(plan: core.Plan) -> None:
             arrow = "" if ns.target == ns.source else f" -> {ns.target}"
             out.print(f"  [bold]{escape(ns.source)}[/]{escape(arrow)}: {ns.memories} "
                       f"memories, {ns.rows} rows")
-            table = Table("table", "rows", "first", "last", "sample", box=None,
-                          padding=(0, 1), pad_edge=False)
-            table.columns[4].no_wrap = True
-            table.columns[4].overflow = "ellipsis"
+            # Three narrow columns fit 80 columns; the sample gets a line of its
+            # own below its table, so no column is ever squeezed to nothing.
+            grid = table("table", "rows", "first .. last", padding=(0, 2))
+            grid.columns[0].min_width = 14
             for t in ns.tables:
-                table.add_row("    " + t.table, str(t.rows), _minute(t.first), _minute(t.last),
-                              escape((t.sample or "")[:60]))
-            out.print(table)
+                grid.add_row(t.table, str(t.rows), f"{_minute(t.first)} .. {_minute(t.last)}")
+            from rich.padding import Padding
+
+            out.print(Padding(grid, (0, 0, 0, 4)))
+            samples = [t for t in ns.tables if t.sample]
+            if samples:
+                out.print(f"    e.g. ({samples[0].table}) {escape(_shorten(samples[0].sample))}",
+                          overflow="ellipsis", no_wrap=True, soft_wrap=False)
     hints = {"legacy-dsh": "--legacy-dsh", "default": "--default-to-global",
              "owned-workspaces": "(no selector)", "orphan-workspaces": "mnemo adopt"}
     others = [f"{name} {count} ({hints[name]})" for name, count in plan.others.items()
@@ -211,6 +188,10 @@ def _render_plan(plan: core.Plan) -> None:
         out.print("Other memories in the default database: " + ", ".join(others))
     if plan.groups:
         out.print("Run it with: mnemo migrate run" + _flags(plan))
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _minute(stamp: str | None) -> str:
@@ -222,7 +203,7 @@ def _class_key(selector: str) -> str:
     return {"default-to-global": "default"}.get(selector, selector)
 
 
-def _flags(plan: core.Plan) -> str:
+def _flags(plan: Any) -> str:
     if plan.selector == "legacy-dsh":
         return " --legacy-dsh"
     if plan.selector == "default-to-global":

@@ -1,46 +1,47 @@
-"""`bind`, `status`, `workspaces`."""
+"""`bind`, `status`, `workspaces`, `adopt`, `rebind`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..workspace import binding as core
-from ..workspace import listing
-from ..workspace.index import Index
-from .common import JsonOpt, emit_json, err, escape, out, run, settings
+from .common import JsonOpt, escape, lazy, out, progress_bar, reports, settings, table, view
+
+core = lazy("dsh_mnemo.commands.workspace")
 
 PathArg = Annotated[Path | None, typer.Argument(
     help="Directory to act on (default: the current directory).", show_default=False)]
+BindPathArg = Annotated[Path | None, typer.Argument(
+    help="Directory to bind (default: the top of the git repository around the current "
+         "directory, else the current directory).", show_default=False)]
+WorkspacePathArg = Annotated[Path | None, typer.Argument(
+    help="Workspace directory (default: the current directory).", show_default=False)]
 
 
 def register(app: typer.Typer) -> None:
     app.command("bind")(bind)
     app.command("status")(status)
     app.command("workspaces")(workspaces)
+    app.command("adopt")(adopt)
+    app.command("rebind")(rebind)
 
 
-BindPathArg = Annotated[Path | None, typer.Argument(
-    help="Directory to bind (default: the top of the git repository around the current "
-         "directory, else the current directory).", show_default=False)]
-
-
+@reports
 def bind(path: BindPathArg = None,
          decline: Annotated[bool, typer.Option(
-             "--decline", help="Do not bind; silence the bind hint here for 30 days.")] = False,
-         json: JsonOpt = False) -> None:
+             "--decline", help="Do not bind; silence the bind hint here for "
+             "`hint.decline_days` days (30 by default).")] = False,
+         json: JsonOpt = False):
     """Bind a repository (or a directory) to a workspace memory, once per repository."""
-    settings(json_errors=json)
-    result = run(lambda: core.decline(path) if decline else core.bind(path), json_errors=json)
-    if json:
-        emit_json("bind", result)
-        return
+    return core.bind(path, settings(), decline=decline)
+
+
+@view("bind")
+def _bound(result: Any) -> None:
     if result.status == "declined":
-        out.print(f"Declined: no marker written; the bind hint stays quiet for "
-                  f"{escape(result.root)} for 30 days.")
-        return
+        return  # the report's note says it all
     if result.status == "already-bound":
         out.print(f"Already bound: {escape(result.root)} is workspace "
                   f"[bold]{escape(result.display_name or '')}[/]")
@@ -48,26 +49,19 @@ def bind(path: BindPathArg = None,
         out.print(f"Bound {escape(result.root)} as workspace "
                   f"[bold]{escape(result.display_name or '')}[/]")
     out.print(f"  namespace {result.namespace}\n  marker    {escape(result.marker_path or '')}")
-    if result.status == "bound" and result.gitignore_hint:
-        out.print("Commit .mnemosyne-id to share this memory with every checkout of the "
-                  "repository; add it to .gitignore to keep the binding to this machine.")
 
 
+@reports
 def status(path: PathArg = None,
            session: Annotated[str | None, typer.Option(
                "--session", help="Session id, for session recall mode.")] = None,
-           json: JsonOpt = False) -> None:
+           json: JsonOpt = False):
     """Show which memory this directory reads and writes."""
-    loaded = settings(json_errors=json)
-    report = run(lambda: core.status(path, loaded, session_id=session), json_errors=json)
-    if json:
-        emit_json("status", report)
-        return
-    if report.index_recovered_from:
-        err.print(f"[yellow]The index was corrupt; it was moved to "
-                  f"{escape(report.index_recovered_from)} and rebuilt.[/]")
-    for problem in report.marker_problems:
-        err.print(f"[yellow]Ignored {escape(problem['path'])}: {escape(problem['reason'])}[/]")
+    return core.status(path, settings(), session_id=session)
+
+
+@view("status")
+def _status(report: Any) -> None:
     if report.bound:
         out.print(f"[bold green]bound[/] ({report.mode} mode): "
                   f"[bold]{escape(report.display_name or '-')}[/]")
@@ -84,28 +78,24 @@ def status(path: PathArg = None,
         out.print(f"  {label:<10} {escape(str(value) if value else '-')}")
 
 
-def workspaces(json: JsonOpt = False) -> None:
+@reports
+def workspaces(json: JsonOpt = False):
     """List known workspaces, orphaned namespaces and suggestions."""
-    settings(json_errors=json)
-    report = run(lambda: listing.list_workspaces(index=Index(), cwd=Path.cwd()),
-                 json_errors=json)
-    if json:
-        emit_json("workspaces", report)
-        return
-    from rich.table import Table
+    settings()
+    return core.workspaces(Path.cwd())
 
-    if report.index_recovered_from:
-        err.print(f"[yellow]The index was corrupt; it was moved to "
-                  f"{escape(report.index_recovered_from)} and rebuilt.[/]")
+
+@view("workspaces")
+def _workspaces(report: Any) -> None:
     if not report.workspaces and not report.orphans and not report.suggestions:
         out.print("No workspaces yet. Run `mnemo bind` in a project.")
         return
     if report.workspaces:
-        table = Table("name", "state", "path", "namespace", box=None)
+        grid = table("name", "state", "path", "namespace")
         for row in report.workspaces:
-            table.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
-                          row.namespace[:30] + "…")
-        out.print(table)
+            grid.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
+                         row.namespace[:30] + "…")
+        out.print(grid)
     if report.orphans:
         out.print("\n[bold]Orphans[/]: namespaces with rows but no workspace "
                   "(recover with `mnemo adopt NAMESPACE PATH`)")
@@ -127,3 +117,66 @@ def workspaces(json: JsonOpt = False) -> None:
                   f"{escape(str(item.get('last_seen_path') or '-'))}, {item['rows']} memories); "
                   "never merged automatically. If it is this project:\n  "
                   f"{escape(str(item['command']))}")
+
+
+@reports
+def adopt(namespace: Annotated[str, typer.Argument(
+              help="The orphan namespace (dsh_v2_workspace_…) listed by `mnemo workspaces`.")],
+          path: WorkspacePathArg = None,
+          no_move: Annotated[bool, typer.Option(
+              "--no-move", help="Only pin the namespace; leave rows of the default "
+              "database for a later `mnemo migrate run`.")] = False,
+          json: JsonOpt = False):
+    """Pin an orphan namespace to a directory, so its memories become that workspace's.
+
+    Rows of the namespace still in the default database are moved into the
+    workspace's bank (with backups and a journal, revertible with
+    `mnemo migrate revert`), unless --no-move.
+    """
+    settings()
+    with progress_bar(enabled=not json) as progress:
+        return core.adopt(namespace, path, move=not no_move, progress=progress)
+
+
+@view("adopt")
+def _adopted(result: Any) -> None:
+    verb = "Adopted" if result.status == "adopted" else "Already adopted:"
+    out.print(f"[bold green]{verb}[/] {result.namespace}\n  directory {escape(result.root)}\n"
+              f"  marker    {escape(result.marker_path)}\n  bank      {result.bank} "
+              f"({result.bank_rows} memories)")
+    if result.journal:
+        out.print(f"Moved {result.moved_rows} memories from the default database "
+                  f"(journal {result.journal}; undo with `mnemo migrate revert --journal "
+                  f"{result.journal}`).")
+    if result.migrate_command:
+        out.print(f"{result.default_rows} memories are still in the default database; move "
+                  f"them with:\n  {result.migrate_command}")
+
+
+@reports
+def rebind(path: WorkspacePathArg = None,
+           source: Annotated[str | None, typer.Option(
+               "--from", help="The workspace whose memory this directory should use: its "
+               "namespace, identity key (id:<uuid>) or last seen path.",
+               show_default=False)] = None,
+           json: JsonOpt = False):
+    """Point a directory at an existing workspace's memory (no data moves).
+
+    For a directory whose marker was lost or replaced, a moved project, or a
+    checkout on a new machine. The old entry is kept, marked superseded.
+    """
+    settings()
+    return core.rebind(path, source)
+
+
+@view("rebind")
+def _rebound(result: Any) -> None:
+    if result.status == "already-bound":
+        out.print(f"{escape(result.root)} already uses that memory ({result.namespace}).")
+        return
+    out.print(f"[bold green]Rebound[/] {escape(result.root)} to {result.namespace} "
+              f"({result.rows} memories); no data moved.")
+    if result.marker_written:
+        out.print(f"  new marker {escape(result.marker_path)}")
+    if result.superseded:
+        out.print(f"  {result.superseded} is now superseded by {result.identity_key}")

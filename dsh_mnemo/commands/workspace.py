@@ -1,19 +1,20 @@
-"""`adopt` and `rebind` as commands: pin, then bring the rows home."""
+"""`bind`, `status`, `workspaces`, `adopt`, `rebind`: reports on workspaces."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import Settings
 from ..migrate import Selection, run_migration
-from ..report import Progress
+from ..report import Progress, Report
 from ..workspace import adopt as adopting
+from ..workspace import binding, listing
 from ..workspace.index import Index
 from ..workspace.orphans import workspace_rows
 
 
 def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
-          progress: Progress | None = None, index: Index | None = None
-          ) -> adopting.AdoptResult:
+          progress: Progress | None = None, index: Index | None = None) -> Report:
     """Pin an orphan namespace to a directory; move its rows out of the default database.
 
     The move is an ordinary migration (backups, journal, revertible with
@@ -29,4 +30,49 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
         result.moved_rows = result.default_rows
         result.bank_rows = workspace_rows(index, namespace, result.bank)
         result.migrate_command = None
-    return result
+    return Report("adopt", result)
+
+
+def bind(path: Path | None, settings: Settings, *, decline: bool = False,
+         index: Index | None = None) -> Report:
+    """Bind the repository around `path` (or decline it: the bind hint goes quiet)."""
+    if decline:
+        result = binding.decline(path, index=index)
+        days = int(settings["hint.decline_days"])
+        report = Report("bind", result)
+        if days > 0:
+            return report.note(f"Declined: no marker written; the bind hint stays quiet for "
+                               f"{result.root} for {days} day{'s' if days != 1 else ''}.")
+        return report.note(f"Declined {result.root}, but `hint.decline_days` is 0: the bind "
+                           "hint still shows there.")
+    result = binding.bind(path, index=index)
+    report = Report("bind", result)
+    if result.status == "bound" and result.gitignore_hint:
+        report.note("Commit .mnemosyne-id to share this memory with every checkout of the "
+                    "repository; add it to .gitignore to keep the binding to this machine.")
+    return report
+
+
+def status(path: Path | None, settings: Settings, *, session_id: str | None = None,
+           index: Index | None = None) -> Report:
+    result = binding.status(path, settings, session_id=session_id, index=index)
+    report = Report("status", result)
+    if result.index_recovered_from:
+        report.warn(f"The index was corrupt; it was moved to {result.index_recovered_from} "
+                    "and rebuilt.")
+    for problem in result.marker_problems:
+        report.warn(f"Ignored {problem['path']}: {problem['reason']}")
+    return report
+
+
+def workspaces(cwd: Path | None = None, *, index: Index | None = None) -> Report:
+    result = listing.list_workspaces(index=index or Index(), cwd=cwd or Path.cwd())
+    report = Report("workspaces", result)
+    if result.index_recovered_from:
+        report.warn(f"The index was corrupt; it was moved to {result.index_recovered_from} "
+                    "and rebuilt.")
+    return report
+
+
+def rebind(path: Path | None, source: str | None, *, index: Index | None = None) -> Report:
+    return Report("rebind", adopting.rebind(path, source, index=index or Index()))

@@ -1,10 +1,11 @@
 """The prefetch gate: which recalled memories are worth injecting silently.
 
-Figures from upstream's canonical Hermes provider (`shared/HERMES-PREFETCH.md`):
+Figures from upstream's canonical Hermes provider (`hermes_memory_provider` in
+the mnemosyne-memory wheel; docs/hooks.md lists them):
 keep rows with real topical signal, prefer distilled memories over raw
 conversation, never inject assistant-sourced rows, drop near-duplicates,
 cap at `prefetch.top_k`.  Pure: works on anything shaped like
-`storage.Memory` (content, score, source, importance, signals).
+`memory.store.Memory` (content, score, source, importance, signals).
 """
 
 from __future__ import annotations

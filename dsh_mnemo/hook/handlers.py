@@ -1,4 +1,4 @@
-"""What `mnemo hook prompt|turn-end|session-end` do (SPEC 7 and 8).
+"""What `mnemo hook prompt|turn-end|session-end` do (docs/hooks.md).
 
 - prompt: record the user's message as the session's pending turn, recall
   through the prefetch gate and answer with the fenced block (or the bind

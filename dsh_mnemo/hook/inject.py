@@ -1,4 +1,4 @@
-"""The injected block: fenced, sanitized, within a character budget (SPEC 8).
+"""The injected block: fenced, sanitized, within a character budget.
 
 ```
 <memory-data source="mnemo" workspace="my-repo">

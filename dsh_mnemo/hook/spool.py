@@ -1,4 +1,4 @@
-"""The pending-turn spool: pairs a prompt with its turn end (SPEC 7).
+"""The pending-turn spool: pairs a prompt with its turn end.
 
 Most harnesses send the user's message only on the prompt event and the
 reply only on the turn-end event.  The prompt hook records the message as

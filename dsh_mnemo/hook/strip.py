@@ -1,4 +1,4 @@
-"""Remove injected context from text before it is captured (SPEC 7).
+"""Remove injected context from text before it is captured.
 
 Harnesses write what a hook injected into their transcripts, and some echo
 it into the next event; models sometimes quote it back.  Stored, it would be

@@ -10,7 +10,6 @@ the same namespace at once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from .. import paths
 from ..errors import BusyError, MnemoError
 from ..fsutil import file_lock, release_lock, try_lock
+from ..report import Progress
 from ..workspace.context import MemoryContext
 from . import banks, driver
 from .targets import Target, bank_target, read_target
@@ -110,7 +110,7 @@ def sleep_context(ctx: MemoryContext, *, dry_run: bool = False, force: bool = Fa
 
 
 def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None = None,
-              progress: Callable[[int, int, str], None] | None = None) -> SleepReport:
+              progress: Progress | None = None) -> SleepReport:
     """Every namespace of every bank that has due rows (`force`: any unconsolidated)."""
     names = banks.bank_names(base)
     plan: list[tuple[Target, int]] = []
@@ -134,7 +134,7 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
     results: list[SleepResult] = []
     for done, (target, count) in enumerate(plan):
         if progress:
-            progress(done, len(plan), f"{target.bank} {target.namespace[:28]}")
+            progress(f"{target.bank} {target.namespace[:28]}", done, len(plan))
         if dry_run:
             results.append(SleepResult(bank=target.bank, namespace=target.namespace,
                                        status="dry_run", due=count))
@@ -149,6 +149,6 @@ def sleep_all(*, dry_run: bool = False, force: bool = False, base: Path | None =
                                        status="error", due=count,
                                        detail={"error": exc.message, "hint": exc.hint}))
     if progress:
-        progress(len(plan), len(plan), "done")
+        progress("done", len(plan), len(plan))
     return SleepReport(dry_run=dry_run, force=force, results=failed + results,
                        banks_checked=len(names))

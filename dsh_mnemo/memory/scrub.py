@@ -1,4 +1,4 @@
-"""Secret scrubbing: what never reaches the database (SPEC 7, `scrub.policy`).
+"""Secret scrubbing: what never reaches the database (`scrub.policy`).
 
 Captured turns are scrubbed before anything is written (the hook spool
 included).  Each finding is replaced by `[REDACTED:<kind>]`; for `key=value`

@@ -1,6 +1,6 @@
 """`mnemo migrate`: plan, run and revert moves out of the default database.
 
-Sources (one class per run, SPEC section 6):
+Sources (one class per run; docs/migration.md):
 
 - no selector: the DSH-era `dsh_v2_workspace_*` namespaces of the default
   database whose workspace is in the index; each moves, unchanged, to the

@@ -5,7 +5,7 @@
   bank, and a marker written by mnemo.  Rows of that namespace still in the
   default database are then moved into the bank through the migration
   machinery (backups, journal), unless the caller asks not to.
-- **rebind** is a pointer switch with zero data movement (seed 000 section 8):
+- **rebind** is a pointer switch with zero data movement:
   the directory's identity (new, or the one its marker already has) takes over
   an existing entry's namespace and bank, and the old entry gets
   `supersededBy`, so a copy of the old marker still resolves to the same

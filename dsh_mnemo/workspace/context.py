@@ -71,7 +71,7 @@ def hint_root_for(location: identity.Location) -> Path:
     """Where `mnemo bind` (no path) binds, and so where the bind hint points.
 
     The repository as a whole: its main work tree when this is a linked
-    worktree (so that every worktree shares the binding, as SPEC section 2
+    worktree (so that every worktree shares the binding, as docs/hooks.md
     wants), else the top of the enclosing git work tree, else the directory.
     """
     main = location.main_worktree

@@ -1,7 +1,7 @@
 """Namespaces that hold rows but have no index entry, and candidates for a directory.
 
 The index is rebuildable, so the databases are the second source of truth
-(seed 000, review note H2): a workspace bank on disk that no entry names, or
+(docs/architecture.md): a workspace bank on disk that no entry names, or
 a `dsh_v2_workspace_*` namespace in the default database (written by the old
 DSH plugin) that no entry owns, is an *orphan*, recoverable with
 `mnemo adopt`.  A directory whose name matches an entry's or an orphan's last

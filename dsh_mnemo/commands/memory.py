@@ -1,7 +1,7 @@
-"""Memory operations as the commands see them: resolve the context, then act.
+"""`remember`, `recall`, `forget`, `stats`, `sleep`: resolve the context, act, report.
 
-Each function resolves the context once through `resolve_memory_context`
-(the single place that decides the namespace) and calls into `storage`.
+Each command resolves its context once through `resolve_memory_context`
+(the single place that decides the namespace) and calls into `memory`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import FilteredError
+from ..errors import ExitCode, FilteredError
+from ..memory import banks, consolidate, store
+from ..memory.targets import GLOBAL_TARGET, read_target
+from ..report import Progress, Report
 from ..workspace.context import MemoryContext, resolve_memory_context
-from . import banks, consolidate
-from . import store as storage
-from .targets import GLOBAL_TARGET, read_target
 
 
 def _context(settings: Settings, cwd: Path | None, session_id: str | None,
@@ -24,16 +24,16 @@ def _context(settings: Settings, cwd: Path | None, session_id: str | None,
 
 def remember(settings: Settings, text: str, *, scope: str = "workspace",
              session_id: str | None = None, source: str = "user", importance: float = 0.5,
-             cwd: Path | None = None) -> storage.WriteResult:
+             cwd: Path | None = None) -> Report:
     mode = "session" if scope == "session" else "workspace"
     ctx = _context(settings, cwd, session_id, mode)
-    result = storage.remember(ctx, text, level=scope, source=source, importance=importance)
+    result = store.remember(ctx, text, level=scope, source=source, importance=importance)
     if result.filtered:
         raise FilteredError(
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "
             "nothing was stored",
             hint="Rephrase it, or set write_filter to warn or off with `mnemo config set`.")
-    return result
+    return Report("remember", result)
 
 
 @dataclass
@@ -41,20 +41,20 @@ class RecallReport:
     query: str
     namespace: str
     level: str
-    results: list[storage.Memory]
+    results: list[store.Memory]
 
 
 def recall(settings: Settings, query: str, *, top_k: int = 5, session_id: str | None = None,
-           cwd: Path | None = None) -> RecallReport:
+           cwd: Path | None = None) -> Report:
     ctx = _context(settings, cwd, session_id)
-    results = storage.recall(ctx, query, top_k=top_k)
-    return RecallReport(query=query, namespace=ctx.namespace or "", level=ctx.mode,
-                        results=results)
+    results = store.recall(ctx, query, top_k=top_k)
+    return Report("recall", RecallReport(query=query, namespace=ctx.namespace or "",
+                                         level=ctx.mode, results=results))
 
 
 def forget(settings: Settings, memory_id: str, *, session_id: str | None = None,
-           cwd: Path | None = None) -> storage.ForgetResult:
-    return storage.forget(_context(settings, cwd, session_id), memory_id)
+           cwd: Path | None = None) -> Report:
+    return Report("forget", store.forget(_context(settings, cwd, session_id), memory_id))
 
 
 @dataclass
@@ -64,8 +64,12 @@ class StatsReport:
     totals: dict[str, int] = field(default_factory=dict)
 
 
+COUNTERS = ("working", "working_consolidated", "working_unconsolidated", "episodic", "legacy",
+            "due")
+
+
 def stats(settings: Settings, *, all_banks: bool = False, session_id: str | None = None,
-          cwd: Path | None = None) -> StatsReport:
+          cwd: Path | None = None) -> Report:
     if all_banks:
         rows = [s for bank in banks.bank_names()
                 for s in sorted(banks.namespace_stats(bank).values(), key=lambda s: s.namespace)]
@@ -75,16 +79,23 @@ def stats(settings: Settings, *, all_banks: bool = False, session_id: str | None
         rows = [*banks.namespace_stats(own.bank, [own.namespace]).values(),
                 *banks.namespace_stats(GLOBAL_TARGET.bank, [GLOBAL_TARGET.namespace]).values()]
         report = StatsReport(scope="context", namespaces=rows)
-    for key in ("working", "working_consolidated", "working_unconsolidated", "episodic",
-                "legacy", "due"):
-        report.totals[key] = sum(getattr(s, key) for s in report.namespaces)
-    return report
+    report.totals = {key: sum(getattr(s, key) for s in report.namespaces) for key in COUNTERS}
+    return Report("stats", report)
 
 
 def sleep(settings: Settings, *, all_banks: bool = False, dry_run: bool = False,
           force: bool = False, session_id: str | None = None, cwd: Path | None = None,
-          progress=None) -> consolidate.SleepReport:
+          progress: Progress | None = None) -> Report:
     if all_banks:
-        return consolidate.sleep_all(dry_run=dry_run, force=force, progress=progress)
-    return consolidate.sleep_context(_context(settings, cwd, session_id), dry_run=dry_run,
-                                     force=force)
+        result = consolidate.sleep_all(dry_run=dry_run, force=force, progress=progress)
+    else:
+        result = consolidate.sleep_context(_context(settings, cwd, session_id),
+                                           dry_run=dry_run, force=force)
+    report = Report("sleep", result)
+    for failed in (r for r in result.results if r.status == "error"):
+        where = f"{failed.bank} {failed.namespace}".rstrip()
+        hint = f" ({failed.detail['hint']})" if failed.detail.get("hint") else ""
+        report.warn(f"{where}: {failed.detail.get('error')}{hint}")
+        # Reported; a non-zero exit lets cron and systemd flag the run.
+        report.exit_code = ExitCode.DATA
+    return report

@@ -1,0 +1,45 @@
+"""`migrate plan|run|revert` as reports (the exit code of `--check` decided here)."""
+
+from __future__ import annotations
+
+from ..errors import ExitCode
+from ..migrate import Plan, Selection, plan_migration, revert_migration, run_migration
+from ..report import Progress, Report
+from ..workspace.index import Index
+
+
+def plan(selection: Selection, *, check: bool = False) -> Report:
+    result = plan_migration(selection, index=Index())
+    report = Report("migrate-plan", result)
+    for journal_id in result.unfinished:
+        report.warn(f"Migration {journal_id} was interrupted; `mnemo migrate run` completes "
+                    "it first.")
+    for note in result.notes:
+        report.warn(note)
+    if check and pending(result):
+        report.exit_code = ExitCode.PENDING
+    return report
+
+
+def pending(result: Plan) -> bool:
+    return bool(result.pending or result.unfinished)
+
+
+def run(selection: Selection, *, progress: Progress | None = None) -> Report:
+    result = run_migration(selection, index=Index(), progress=progress)
+    report = Report("migrate-run", result)
+    missing = sum(g.missing for g in result.groups)
+    if missing:
+        report.warn(f"{missing} journaled rows were found in neither database.")
+    return report
+
+
+def revert(journal: str, *, from_backup: bool = False,
+           progress: Progress | None = None) -> Report:
+    result = revert_migration(journal, from_backup=from_backup, progress=progress)
+    report = Report("migrate-revert", result)
+    if result.missing:
+        report.warn(f"{len(result.missing)} rows were deleted since the migration and could "
+                    "not be moved back:\n" + "\n".join(
+                        f"  {table} {key}" for table, key in result.missing[:20]))
+    return report
