@@ -1,7 +1,7 @@
 """Entry point of the `mnemo` console script and `python -m dsh_mnemo`.
 
 `mnemo hook …` runs on every prompt of every harness, so it takes a lean path
-that never imports Typer or Rich.
+that never imports Typer or Rich; so does a bare `mnemo --version`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             return 0  # fail open: a hook never breaks the prompt
         return run_hook(args[1:])
+    if args == ["--version"]:
+        from . import __version__
+
+        sys.stdout.write(f"mnemo {__version__}\n")
+        return 0
     _tolerate_undecodable_paths()
     from .cli import app
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Settings
-from ..migrate import Selection, run_migration
 from ..report import Progress, Report
 from ..workspace import adopt as adopting
 from ..workspace import binding, listing
@@ -24,6 +23,8 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
     index = index or Index()
     result = adopting.adopt(namespace, path, index=index)
     if move and result.migrate_command:
+        from ..migrate import Selection, run_migration  # only adopt needs the machinery
+
         moved = run_migration(Selection(sessions=[namespace]), index=index, progress=progress,
                               kind="adopt")
         result.journal = moved.journal
