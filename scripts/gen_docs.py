@@ -223,31 +223,23 @@ def _choice_text(value: Any) -> str:
 
 
 def _type_info(param: Any) -> tuple[str, list[str], str]:
-    """(completion kind, choices, metavar) of a Typer or Click parameter."""
-    desc = getattr(param, "type_descriptor", None)
-    if desc is not None:  # Typer >= 0.20 models types itself
-        if desc.is_choice:
-            choices = [_choice_text(c) for c in desc.choices or ()]
-            return "choice", choices, "[" + "|".join(choices) + "]"
-        annotation = desc.annotation
-        if getattr(desc, "is_path", False):
-            info = desc.parameter_info
-            if getattr(info, "dir_okay", True) and not getattr(info, "file_okay", True):
-                return "dir", [], "DIR"
-            return "file", [], "PATH"
-        if getattr(desc, "is_list", False):
-            return "none", [], "TEXT..."
-        names = {int: "INTEGER", float: "NUMBER", str: "TEXT", bool: ""}
-        return "none", [], names.get(annotation, "VALUE")
-    click_type = getattr(param, "type", None)  # classic Click parameter
+    """(completion kind, choices, metavar) of a parameter of the Click tree Typer builds."""
+    click_type = getattr(param, "type", None)
     choices = list(getattr(click_type, "choices", None) or [])
     if choices:
         texts = [_choice_text(c) for c in choices]
         return "choice", texts, "[" + "|".join(texts) + "]"
     name = getattr(click_type, "name", "text")
     if name == "path":
+        if getattr(click_type, "dir_okay", True) and not getattr(click_type, "file_okay", True):
+            return "dir", [], "DIR"
         return "file", [], "PATH"
-    return "none", [], {"integer": "INTEGER", "float": "NUMBER"}.get(name, "TEXT")
+    # "integer", "integer range", "float", "float range", "text", "boolean"
+    metavar = ("INTEGER" if name.startswith("integer") else
+               "NUMBER" if name.startswith("float") else "TEXT")
+    if getattr(param, "multiple", False):
+        metavar += "..."
+    return "none", [], metavar
 
 
 def _param(command_path: list[str], raw: Any) -> Param | None:

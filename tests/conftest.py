@@ -1,7 +1,13 @@
-"""Test isolation: every user directory points into `tmp_path`.
+"""Test isolation, and what every area of the suite shares.
 
 No test may touch a real user store: HOME, the mnemo data and config paths,
-and Mnemosyne's own data dir are all redirected for every test.
+and Mnemosyne's own data dir are all redirected into `tmp_path` for every
+test, the process environment is restored after it, and cached upstream
+instances are dropped between tests.
+
+Shared here: the one bind helper (`bind_repo`) and bind fixture (`repo`), the
+one config helper (`configure`), and the paths of the repository.  Each area
+(`tests/<area>/conftest.py`) adds its own fixtures and inspection helpers.
 """
 
 from __future__ import annotations
@@ -10,16 +16,22 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 os.environ.setdefault("MNEMOSYNE_NO_EMBEDDINGS", "1")
 os.environ["MNEMOSYNE_LLM_ENABLED"] = "false"
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    saved = dict(os.environ)
     home = tmp_path / "home"
     home.mkdir()
     data = tmp_path / "data"
@@ -33,10 +45,17 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     for var in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "QWEN_PROJECT_DIR",
-                "GEMINI_SESSION_ID", "GEMINI_CWD"):
+                "GEMINI_SESSION_ID", "GEMINI_CWD", "MNEMO_SESSION_ID"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    from dsh_mnemo.memory import driver
+
+    driver.reset_cache()  # upstream instances of the previous test's data dir
+    yield tmp_path
+    driver.reset_cache()
+    # Commands export Mnemosyne's environment into os.environ themselves.
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture
@@ -64,6 +83,61 @@ def make_repo(projects: Path):
         return git_init(projects / name)
 
     return make
+
+
+@dataclass(frozen=True)
+class Repo:
+    path: Path
+    namespace: str
+    bank: str
+
+    def db(self, data_dir: Path) -> Path:
+        from dsh_mnemo import paths
+
+        return paths.bank_db_path(self.bank, data_dir)
+
+
+def bind_repo(path: Path, workspace_uuid: str | None = None) -> Repo:
+    """Bind `path` through the real `bind` (with a given marker UUID, as an
+    earlier install would have written it) and return its identity."""
+    from dsh_mnemo.workspace import binding, identity
+
+    path.mkdir(parents=True, exist_ok=True)
+    if workspace_uuid is not None:
+        (path / identity.MARKER_NAME).write_text(identity.marker_text(workspace_uuid))
+    result = binding.bind(path)
+    assert result.namespace and result.bank
+    return Repo(path=path, namespace=result.namespace, bank=result.bank)
+
+
+@pytest.fixture
+def repo(make_repo) -> Path:
+    """A bound git repository, `app`."""
+    path = make_repo("app")
+    bind_repo(path)
+    return path
+
+
+def configure(**values: object) -> object:
+    """Write the config file (`a__b=1` is the key `a.b`), then load it as a command does.
+
+    Hooks get a roomy deadline unless a test sets one: a loaded CI machine
+    must not turn a slow hook into a missing row.
+    """
+    from dsh_mnemo.cli.common import settings
+
+    path = Path(os.environ["MNEMO_CONFIG"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    values = {"hooks__deadline_seconds": 10.0, **values}
+    tree: dict[str, object] = {}
+    for dotted, value in values.items():
+        node = tree
+        *parents, leaf = dotted.replace("__", ".").split(".")
+        for part in parents:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        node[leaf] = value
+    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
+    return settings()
 
 
 def mnemo_executable() -> str:

@@ -1,0 +1,239 @@
+"""`mnemo hooks install|uninstall|status`: merging into real-looking harness configs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dsh_mnemo.cli import app
+from dsh_mnemo.harnesses import install as core
+from tests.hook.conftest import HARNESSES
+from tests.hook.conftest import WRAPPER as WRAPPER_FILE
+
+runner = CliRunner()
+
+# Config files as users really have them: other keys, other hooks on our events.
+EXISTING = {
+    "claude-code": {
+        "model": "opus", "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "~/bin/lint.sh",
+                                             "timeout": 5}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                                                          "command": "guard.sh"}]}],
+        }},
+    "codex": {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done",
+                                             "timeout": 3}]}]}},
+    "gemini": {"general": {"vimMode": True}, "hooks": {"BeforeTool": [
+        {"matcher": "run_shell_command", "hooks": [{"type": "command", "name": "audit",
+                                                    "command": "audit.sh", "timeout": 2000}]}]}},
+    "cursor": {"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}],
+                                       "stop": [{"command": "./summary.sh"}]}},
+    "qwen": {"ui": {"theme": "dark"}, "hooks": {"SessionEnd": [
+        {"hooks": [{"type": "command", "command": "cleanup.sh", "timeout": 1000}]}]}},
+}
+CONFIGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
+           "gemini": ".gemini/settings.json", "cursor": ".cursor/hooks.json",
+           "qwen": ".qwen/settings.json"}
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def write(path: Path, document: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=4))
+
+
+def our_entries(document: dict) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for name, groups in document.get("hooks", {}).items():
+        for group in groups:
+            for entry in group.get("hooks", [group]):
+                if core.is_ours(entry):
+                    found.setdefault(name, []).append(entry)
+    return found
+
+
+@pytest.mark.parametrize("harness", sorted(CONFIGS))
+def test_install_keeps_everything_else_and_is_idempotent(harness: str, data_dir: Path) -> None:
+    path = home() / CONFIGS[harness]
+    write(path, EXISTING[harness])
+    result = core.install(harness)
+    assert result.action == "installed" and result.config_path == str(path)
+    assert result.backup_path and json.loads(Path(result.backup_path).read_text()) \
+        == EXISTING[harness]
+    after = json.loads(path.read_text())
+    # every foreign key and hook survives untouched
+    spec = core.spec_for(harness)
+    assert _without_ours(after, spec) == EXISTING[harness]
+    ours = our_entries(after)
+    names = spec.event_names
+    assert set(ours) == {names[k] for k in spec.installed_events}
+    for kind in spec.installed_events:
+        (entry,) = ours[names[kind]]
+        assert entry["command"].endswith(f" {kind} {harness}")
+        wrapper = Path(entry["command"].split(" ")[0])
+        assert wrapper.exists() and os.access(wrapper, os.X_OK)
+    # a second install changes nothing and takes no backup
+    again = core.install(harness)
+    assert again.action == "unchanged" and again.backup_path is None
+    assert json.loads(path.read_text()) == after
+
+
+def _without_ours(document: dict, spec: core.Harness) -> dict:
+    clone = json.loads(json.dumps(document))
+    core.remove_ours(clone, spec, Path("x"))
+    return clone
+
+
+@pytest.mark.parametrize("harness, unit", [("claude-code", 10), ("codex", 10),
+                                           ("gemini", 10_000), ("qwen", 10_000)])
+def test_timeouts_in_each_harness_unit(harness: str, unit: int, data_dir: Path) -> None:
+    core.install(harness)
+    document = json.loads((home() / CONFIGS[harness]).read_text())
+    for entries in our_entries(document).values():
+        assert [e["timeout"] for e in entries] == [unit]
+
+
+def test_cursor_format_has_version_and_flat_entries(data_dir: Path) -> None:
+    core.install("cursor")
+    document = json.loads((home() / ".cursor/hooks.json").read_text())
+    assert document["version"] == 1
+    assert set(document["hooks"]) == {"beforeSubmitPrompt", "stop", "sessionEnd"}
+    for entries in document["hooks"].values():
+        assert all(set(e) == {"command"} for e in entries)
+
+
+@pytest.mark.parametrize("harness", sorted(CONFIGS))
+def test_uninstall_removes_only_ours(harness: str, data_dir: Path) -> None:
+    path = home() / CONFIGS[harness]
+    write(path, EXISTING[harness])
+    core.install(harness)
+    result = core.uninstall(harness)
+    assert result.action == "removed" and result.backup_path
+    assert json.loads(path.read_text()) == EXISTING[harness]
+    assert core.uninstall(harness).action == "absent"
+
+
+def test_uninstall_of_a_fresh_install_leaves_an_empty_object(data_dir: Path) -> None:
+    core.install("claude-code")
+    core.uninstall("claude-code")
+    assert json.loads((home() / ".claude/settings.json").read_text()) == {}
+
+
+def test_project_level_install(make_repo, data_dir: Path) -> None:
+    repo = make_repo("proj")
+    result = core.install("gemini", repo)
+    assert result.config_path == str(repo.resolve() / ".gemini/settings.json")
+    assert not (home() / ".gemini/settings.json").exists()
+    status = core.harness_status("gemini", repo)
+    assert status.installed and status.ok
+    assert not core.harness_status("gemini").installed
+
+
+def test_invalid_config_is_refused_untouched(data_dir: Path) -> None:
+    path = home() / ".claude/settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{ this is not json")
+    from dsh_mnemo.errors import DataError
+
+    with pytest.raises(DataError):
+        core.install("claude-code")
+    assert path.read_text() == "{ this is not json"
+    write(path, {"hooks": ["not", "an", "object"]})
+    with pytest.raises(DataError):
+        core.install("claude-code")
+
+
+def test_status_reports_a_missing_mnemo(data_dir: Path) -> None:
+    core.install("codex")
+    status = core.harness_status("codex")
+    assert status.installed and status.ok and status.mnemo_exists
+    assert status.events == {"prompt": True, "turn-end": True}
+    wrapper = Path(status.wrapper_path or "")
+    wrapper.write_text(wrapper.read_text().replace(
+        f"installed_bin='{status.mnemo_path}'", "installed_bin='/nonexistent/mnemo'"))
+    broken = core.harness_status("codex")
+    assert broken.installed and not broken.ok and not broken.mnemo_exists
+    assert any("mnemo" in p for p in broken.problems)
+    wrapper.unlink()
+    assert not core.harness_status("codex").wrapper_exists
+
+
+def test_status_when_not_installed(data_dir: Path) -> None:
+    status = core.harness_status("qwen")
+    assert not status.installed and not status.ok and status.problems
+
+
+def test_generic_writes_only_the_wrapper(data_dir: Path) -> None:
+    result = core.install("generic")
+    assert result.config_path is None and Path(result.wrapper_path or "").exists()
+    assert set(result.commands) == {"prompt", "turn-end", "session-end"}
+    assert core.harness_status("generic").ok
+
+
+def test_installed_wrapper_is_the_shipped_one_filled_in(data_dir: Path) -> None:
+    # hooks/mnemo-hook.sh is the packaged wrapper itself (a link to the package data)
+    assert WRAPPER_FILE.read_text() == core.wrapper_source()
+    assert WRAPPER_FILE.resolve() == (Path(core.__file__).parent / core.WRAPPER_NAME)
+    core.install("claude-code")
+    text = core.wrapper_path().read_text()
+    for placeholder in core.WRAPPER_PLACEHOLDERS:
+        assert placeholder not in text
+    assert f"installed_data_dir='{os.environ['MNEMO_DATA_DIR']}'" in text
+
+
+def test_cli_install_status_uninstall(data_dir: Path) -> None:
+    path = home() / ".gemini/settings.json"
+    write(path, EXISTING["gemini"])
+    result = runner.invoke(app, ["hooks", "install", "--harness", "gemini"])
+    assert result.exit_code == 0, result.output
+    assert "trust" in result.output and str(path) in result.output
+    assert "backup" in result.output
+    result = runner.invoke(app, ["hooks", "install", "--harness", "gemini"])
+    assert "already installed" in result.output
+    result = runner.invoke(app, ["hooks", "status", "--harness", "gemini", "--json"])
+    document = json.loads(result.stdout)
+    assert document["kind"] == "hooks-status" and document["installed"] and document["ok"]
+    result = runner.invoke(app, ["hooks", "uninstall", "--harness", "gemini", "--json"])
+    assert json.loads(result.stdout)["action"] == "removed"
+    assert json.loads(path.read_text()) == EXISTING["gemini"]
+
+
+def test_cli_codex_prints_the_trust_step(data_dir: Path) -> None:
+    result = runner.invoke(app, ["hooks", "install", "--harness", "codex"])
+    assert result.exit_code == 0 and "/hooks" in result.output
+
+
+def test_cli_unknown_harness_is_a_clear_error(data_dir: Path) -> None:
+    result = runner.invoke(app, ["hooks", "install", "--harness", "vim"])
+    assert result.exit_code != 0
+    assert "unknown harness" in result.output + (result.stderr or "")
+
+
+def test_cli_hook_command_is_listed_and_forwards(data_dir: Path) -> None:
+    help_text = runner.invoke(app, ["--help"]).output
+    assert " hook " in help_text and " hooks " in help_text
+    result = runner.invoke(app, ["hook", "prompt", "--harness", "claude-code"], input="garbage")
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_every_harness_has_a_spec(harness: str) -> None:
+    assert core.spec_for(harness).name == harness
+
+
+@pytest.mark.parametrize("harness", sorted(CONFIGS))
+def test_config_snippets_in_hooks_dir_match_what_install_writes(harness: str) -> None:
+    from tests.conftest import REPO_ROOT as REPO
+
+    document: dict = {}
+    core.add_ours(document, core.spec_for(harness), Path("/path/to/mnemo-hook.sh"), Path("x"))
+    snippet = json.loads((REPO / "hooks" / f"{harness}.json").read_text())
+    assert snippet == document

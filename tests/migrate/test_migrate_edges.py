@@ -1,0 +1,121 @@
+"""`mnemo migrate` on bad input, clashes, damaged journals, and its progress reports."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dsh_mnemo import paths
+from dsh_mnemo.cli import app
+from dsh_mnemo.errors import DataError, ExitCode
+from dsh_mnemo.migrate import Selection, revert_migration, run_migration
+from dsh_mnemo.migrate import journal as journals
+from dsh_mnemo.workspace import identity
+from tests.conftest import bind_repo
+from tests.migrate.conftest import OWNED_UUID, audit, uuid_namespace
+
+runner = CliRunner()
+OWNED = uuid_namespace(OWNED_UUID)
+
+
+@pytest.fixture
+def repo(dsh_data: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = bind_repo(projects / "owned-repo", OWNED_UUID).path
+    monkeypatch.chdir(path)
+    return path
+
+
+def test_bad_arguments_are_clear_errors(repo: Path):
+    for args in (["plan", "--session", ""], ["revert", "--journal", "../etc", "--yes"],
+                 ["revert", "--journal", "20990101T000000-abcdef", "--yes"]):
+        result = runner.invoke(app, ["migrate", *args])
+        assert result.exit_code == ExitCode.REFUSED, args
+        assert "Traceback" not in result.output
+
+
+def test_revert_with_nothing_to_revert_says_so(repo: Path):
+    result = runner.invoke(app, ["migrate", "revert", "--yes", "--json"])
+    assert result.exit_code == ExitCode.REFUSED
+    assert json.loads(result.stdout.splitlines()[0])["kind"] == "error"
+
+
+def test_no_default_database_means_nothing_to_migrate(projects: Path,
+                                                      monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(bind_repo(projects / "fresh", OWNED_UUID).path)
+    result = runner.invoke(app, ["migrate", "run", "--legacy-dsh", "--yes", "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["status"] == "nothing-to-do"
+
+
+def test_a_clashing_row_in_the_target_stops_the_run_before_any_change(
+        repo: Path, dsh_data: Path):
+    source = sqlite3.connect(paths.default_db_path(dsh_data))
+    memory_id = source.execute(
+        "SELECT id FROM working_memory WHERE session_id = 'dsh_s1' LIMIT 1").fetchone()[0]
+    source.close()
+    run_migration(Selection(sessions=["dsh_s2"]))  # creates the bank
+    bank = sqlite3.connect(paths.bank_db_path(identity.bank_for(OWNED), dsh_data))
+    bank.execute("INSERT INTO working_memory (id, content, session_id) VALUES (?, ?, ?)",
+                 (memory_id, "a different memory with the same id", OWNED))
+    bank.commit()
+    bank.close()
+    before = audit(dsh_data)
+    with pytest.raises(DataError, match="already exist in the target"):
+        run_migration(Selection(sessions=["dsh_s1"]))
+    assert audit(dsh_data) == before
+    result = runner.invoke(app, ["migrate", "run", "--session", "dsh_s1", "--yes"])
+    assert result.exit_code == ExitCode.DATA
+    # The failed run moved nothing and blocks nothing: other runs still work.
+    assert not journals.unfinished(dsh_data)
+    assert run_migration(Selection(sessions=["dsh_s2"])).status == "nothing-to-do"
+    assert run_migration(Selection(default_to_global=True)).status == "moved"
+    assert audit(dsh_data) == before
+
+
+def test_a_damaged_journal_points_to_the_backups(repo: Path, dsh_data: Path):
+    result = run_migration(Selection(legacy_dsh=True))
+    journal = journals.load(result.journal or "", dsh_data)
+    journal.rows_path(journal.groups[0].rows_file or "").write_text("{not json")
+    with pytest.raises(DataError) as caught:
+        revert_migration(result.journal)
+    assert "--from-backup" in (caught.value.hint or "")
+    assert revert_migration(result.journal, from_backup=True).status == "restored"
+
+
+def test_progress_reports_backup_copy_and_delete(repo: Path):
+    seen: dict[str, tuple[int, int]] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        assert 0 <= done <= total
+        seen[phase] = (done, total)
+
+    run_migration(Selection(legacy_dsh=True), progress=progress)
+    assert set(seen) == {"backup", "copy", "delete"}
+    assert all(done == total and total > 0 for done, total in seen.values())
+
+
+def test_restoring_an_older_backup_waits_for_later_runs_to_be_reverted(
+        repo: Path, dsh_data: Path):
+    first = run_migration(Selection(legacy_dsh=True))
+    run_migration(Selection(default_to_global=True))
+    result = runner.invoke(app, ["migrate", "revert", "--journal", first.journal or "",
+                                 "--from-backup", "--yes"])
+    assert result.exit_code == ExitCode.REFUSED
+    assert "later migration" in result.stderr
+    assert revert_migration().status == "reverted"  # the later one, from its journal
+    assert revert_migration(first.journal, from_backup=True).status == "restored"
+
+
+def test_the_plan_warns_about_global_rows_that_would_become_workspace_only(
+        repo: Path, dsh_data: Path):
+    from mnemosyne.core.memory import Mnemosyne
+
+    Mnemosyne(session_id="dsh_s2", db_path=paths.default_db_path(dsh_data)).remember(
+        "Our company style guide applies to every project.", scope="global")
+    result = runner.invoke(app, ["migrate", "plan", "--legacy-dsh", "--json"])
+    notes = json.loads(result.stdout)["notes"]
+    assert any("1 selected memories have scope 'global'" in n for n in notes)
