@@ -382,6 +382,7 @@ class Sandbox:
                         XDG_CACHE_HOME=str(self.home / ".cache"),
                         PYTHONHASHSEED="0")
         self.env.update({k: str(v) for k, v in preset["env"].items()})
+        self.src.mkdir(parents=True, exist_ok=True)
 
     def run(self, args: list[str], stdin: str | None = None, cwd: Path | None = None,
             ) -> tuple[subprocess.CompletedProcess[bytes], float]:
@@ -395,7 +396,7 @@ class Sandbox:
         return self.src / project
 
     def create(self, dataset: Dataset) -> None:
-        self.src.mkdir(parents=True)
+        self.src.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(yaml.safe_dump(nest(self.config), sort_keys=True),
                                     encoding="utf-8")
         done, _ = self.run(["config", "show", "--json"])
@@ -454,9 +455,22 @@ def _err(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def supports_event(sandbox: Sandbox, event: str, harness: str) -> bool:
-    """Does this mnemo know the hook event?  (An unknown one is a usage error, exit 2.)"""
+    """Does this mnemo know the hook event?
+
+    A hook fails open (exit 0, no output) even on an unknown event, so the answer
+    is in the hook log: "unknown event '<event>'".
+    """
+    log = sandbox.base / "data" / "logs" / "hook.log"
+    before = log.stat().st_size if log.exists() else 0
     done, _ = sandbox.run(["hook", event, "--harness", harness], stdin="{}")
-    return done.returncode == 0
+    if done.returncode != 0:
+        return False
+    if not log.exists():
+        return True
+    with log.open("rb") as handle:
+        handle.seek(before if log.stat().st_size >= before else 0)  # rotated meanwhile
+        fresh = handle.read().decode("utf-8", "replace")
+    return f"unknown event {event!r}" not in fresh
 
 
 def supports_flag(sandbox: Sandbox, command: str, flag: str) -> bool:
