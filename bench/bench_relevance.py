@@ -13,7 +13,7 @@ maps every injected line back to a memory of the data set.
 
     .venv/bin/python bench/bench_relevance.py [--modes current,...] [--split dev|test|all]
         [--json FILE] [--jobs 2] [--set key=value ...] [--sessions fresh|project]
-        [--harness claude-code] [--mnemo PATH] [--verbose] [--keep DIR]
+        [--harness claude-code] [--mnemo PATH] [--repeat N] [--verbose] [--keep DIR]
 
 Prints one table per prompt kind, one column per mode.  Figures only, no
 assertions: this is a measurement, not a test.  Metric definitions are in
@@ -575,6 +575,7 @@ class PromptResult:
     prompt_ms: float
     start_ms: float | None
     context_chars: int
+    run: int = 1
 
 
 def prompt_payload(harness: str, session: str, cwd: Path, text: str, transcript: Path,
@@ -732,6 +733,16 @@ def _frac(value: float | None, of: list[int] | None = None) -> str:
     return f"{value:.2f}" + (f" ({of[0]}/{of[1]})" if of else "")
 
 
+SPREAD_KEYS = ("precision", "recall", "silence")
+
+
+def _spread(m: dict[str, Any]) -> str:
+    spread = m.get("spread")
+    if not spread:
+        return "-"
+    return " ".join(f"{key[0].upper()} {low:.2f}-{high:.2f}" for key, (low, high) in spread.items())
+
+
 ROWS: list[tuple[str, Any]] = [
     ("prompts", lambda m: str(m["prompts"])),
     ("precision", lambda m: _frac(m["precision"], m["precision_of"])),
@@ -749,6 +760,7 @@ ROWS: list[tuple[str, Any]] = [
     ("p50 / p95 ms", lambda m: (f"{m['p50_ms']:.0f} / {m['p95_ms']:.0f}"
                                 if m["p50_ms"] is not None else "-")),
     ("calls over 2 s", lambda m: str(m["over_2s"])),
+    ("spread over runs (--repeat)", _spread),
 ]
 
 
@@ -796,7 +808,7 @@ def result_json(r: PromptResult) -> dict[str, Any]:
         return {"text": x.text, "block": x.block, "label": x.label,
                 "origin": None if x.origin is None else
                 {"kind": x.origin.kind, "project": x.origin.project, "id": x.origin.id}}
-    return {"id": r.prompt.id, "project": r.prompt.project, "kind": r.prompt.kind,
+    return {"id": r.prompt.id, "run": r.run, "project": r.prompt.project, "kind": r.prompt.kind,
             "split": r.prompt.split, "relevant": list(r.prompt.relevant),
             "delivered": sorted(r.delivered), "lines": [line(x) for x in r.lines],
             "start_lines": [line(x) for x in r.start_lines],
@@ -826,51 +838,78 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
     return parsed
 
 
+def grouped(results: list[PromptResult], runs: int, split: str) -> dict[str, dict[str, Any]]:
+    """Metrics overall, per kind and (for --split all) per split, pooled over runs;
+    with several runs, each group also gets the spread of its per-run figures."""
+    selectors: dict[str, Any] = {"all": lambda r: True}
+    selectors.update({kind: (lambda r, k=kind: r.prompt.kind == k) for kind in KINDS})
+    if split == "all":
+        selectors.update({f"split {s}": (lambda r, s=s: r.prompt.split == s) for s in SPLITS})
+    groups: dict[str, dict[str, Any]] = {}
+    for name, wanted in selectors.items():
+        chosen = [r for r in results if wanted(r)]
+        if not chosen:
+            continue
+        figures = metrics(chosen)
+        if runs > 1:
+            per_run = [metrics([r for r in chosen if r.run == n]) for n in range(1, runs + 1)]
+            figures["spread"] = {key: [min(v), max(v)] for key in SPREAD_KEYS
+                                 if (v := [m[key] for m in per_run if m[key] is not None])}
+        groups[name] = figures
+    return groups
+
+
 def run_mode(name: str, args: argparse.Namespace, dataset: Dataset, prompts: list[Prompt],
              index: LineIndex, mnemo: str, root: Path) -> dict[str, Any] | None:
     preset = resolve_preset(name)
-    sandbox = Sandbox(root / re.sub(r"[^\w.-]", "_", name), mnemo, preset, parse_sets(args.set))
+    results: list[PromptResult] = []
+    setups: list[dict[str, Any]] = []
     session_start = preset["session_start"]
-    try:
-        if preset["standing"] == "on" and not supports_flag(sandbox, "remember",
-                                                            preset["standing_args"][0]):
-            raise MnemoFailed(f"this mnemo's `remember` has no {preset['standing_args'][0]}")
-        setup = setup_mode(sandbox, dataset, args.jobs)
-        if session_start and not supports_event(sandbox, session_start, args.harness):
-            setup.notes.append(f"mnemo has no hook event {session_start!r}: no session start")
-            session_start = None
-        runner = PromptRunner(sandbox, dataset, index, args.harness, name, session_start)
-        started = time.perf_counter()
-        results = run_prompts(runner, prompts, args.jobs, args.sessions)
-        seconds = time.perf_counter() - started
-    except MnemoFailed as exc:
-        print(f"mode {name}: skipped: {exc}", file=sys.stderr)
-        return None
-    per_kind = {"all": metrics(results)}
-    for kind in KINDS:
-        chosen = [r for r in results if r.prompt.kind == kind]
-        if chosen:
-            per_kind[kind] = metrics(chosen)
-    for split in SPLITS:
-        chosen = [r for r in results if r.prompt.split == split]
-        if chosen and args.split == "all":
-            per_kind[f"split {split}"] = metrics(chosen)
-    print(f"mode {name}: setup {setup.seconds:.0f} s ({setup.stored} memories stored, "
-          f"{len(setup.filtered)} filtered, {setup.skipped} skipped, {setup.history_turns} "
-          f"history turns); {len(results)} prompts in {seconds:.0f} s", file=sys.stderr)
-    for note in setup.notes:
-        print(f"mode {name}: {note}", file=sys.stderr)
-    short = {p: rows for p, rows in setup.rows.items() if rows[0] != rows[1]}
-    if short:
-        print(f"mode {name}: workspace rows found/expected: {short}", file=sys.stderr)
-    return {"preset": preset, "config": sandbox.config, "session_start": session_start,
-            "setup": {"seconds": round(setup.seconds, 1), "stored": setup.stored,
-                      "filtered": setup.filtered, "skipped": setup.skipped,
-                      "history_turns": setup.history_turns,
-                      "rows_found_expected": setup.rows,
-                      "standing_chars": setup.standing_chars, "notes": setup.notes},
-            "prompt_seconds": round(seconds, 1), "metrics": per_kind,
-            "results": results}
+    seconds = 0.0
+    for run in range(1, args.repeat + 1):
+        folder = re.sub(r"[^\w.-]", "_", name) + (f"-{run}" if args.repeat > 1 else "")
+        sandbox = Sandbox(root / folder, mnemo, preset, parse_sets(args.set))
+        session_start = preset["session_start"]
+        try:
+            flag = preset["standing_args"][0]
+            if preset["standing"] == "on" and not supports_flag(sandbox, "remember", flag):
+                raise MnemoFailed(f"this mnemo's `remember` has no {flag}")
+            setup = setup_mode(sandbox, dataset, args.jobs)
+            if session_start and not supports_event(sandbox, session_start, args.harness):
+                setup.notes.append(f"mnemo has no hook event {session_start!r}: no session start")
+                session_start = None
+            runner = PromptRunner(sandbox, dataset, index, args.harness, name, session_start)
+            started = time.perf_counter()
+            batch = run_prompts(runner, prompts, args.jobs, args.sessions)
+            took = time.perf_counter() - started
+        except MnemoFailed as exc:
+            print(f"mode {name}: skipped: {exc}", file=sys.stderr)
+            return None
+        for result in batch:
+            result.run = run
+        results += batch
+        seconds += took
+        print(f"mode {name}{f' run {run}' if args.repeat > 1 else ''}: setup "
+              f"{setup.seconds:.0f} s ({setup.stored} memories stored, {len(setup.filtered)} "
+              f"filtered, {setup.skipped} skipped, {setup.history_turns} history turns); "
+              f"{len(batch)} prompts in {took:.0f} s", file=sys.stderr)
+        for note in setup.notes:
+            print(f"mode {name}: {note}", file=sys.stderr)
+        if setup.filtered:
+            print(f"mode {name}: rejected by the write filter: {', '.join(setup.filtered)}",
+                  file=sys.stderr)
+        short = {p: rows for p, rows in setup.rows.items() if rows[0] != rows[1]}
+        if short:
+            print(f"mode {name}: workspace rows found/expected: {short}", file=sys.stderr)
+        setups.append({"seconds": round(setup.seconds, 1), "stored": setup.stored,
+                       "filtered": setup.filtered, "skipped": setup.skipped,
+                       "history_turns": setup.history_turns,
+                       "rows_found_expected": setup.rows,
+                       "standing_chars": setup.standing_chars, "notes": setup.notes})
+    return {"preset": preset, "config": {**BASE_CONFIG, **preset["config"], **parse_sets(args.set)},
+            "session_start": session_start, "runs": args.repeat, "setup": setups,
+            "prompt_seconds": round(seconds, 1),
+            "metrics": grouped(results, args.repeat, args.split), "results": results}
 
 
 def main() -> None:
@@ -891,8 +930,13 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true",
                         help="list every prompt with a noisy line or a missed memory")
     parser.add_argument("--keep", type=Path, help="build the sandboxes here and keep them")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each mode N times in fresh sandboxes; figures are pooled and "
+                             "the spread of precision/recall/silence is shown")
     args = parser.parse_args()
 
+    if args.jobs < 1 or args.repeat < 1:
+        raise SystemExit("--jobs and --repeat must be at least 1")
     dataset = load_dataset(args.dataset)
     unknown = sorted({m for p in dataset.prompts for m in (*p.relevant, *p.acceptable)
                       if m not in dataset.memories})
@@ -932,13 +976,14 @@ def main() -> None:
     groups = list(next(iter(outcomes.values()))["metrics"])
     for group in groups:
         per_mode = {m: o["metrics"][group] for m, o in outcomes.items() if group in o["metrics"]}
-        count = next(iter(per_mode.values()))["prompts"]
-        print(table(f"{group} ({count} prompts)", per_mode))
+        count = next(iter(per_mode.values()))["prompts"] // args.repeat
+        runs = f" x {args.repeat} runs" if args.repeat > 1 else ""
+        print(table(f"{group} ({count} prompts{runs})", per_mode))
     print("\nTargets of the semantic-recall issue, for reference (not checked): precision >= 0.90, "
           "recall >= 0.85, silence >= 0.95, 0 cross-project lines.")
     if args.verbose:
         for mode, outcome in outcomes.items():
-            print(verbose_report(mode, outcome["results"]))
+            print(verbose_report(mode, [r for r in outcome["results"] if r.run == 1]))
     if args.json:
         document = {
             "mnemo": version, "split": args.split, "harness": args.harness,
