@@ -155,6 +155,52 @@ def lexical_bonus(lexical: list[str], ids: list[str], scores: list[float],
     return sorted(boosted, key=lambda m: -boosted[m])[:10]
 
 
+def substantive(text: str) -> bool:
+    """The pre-gate: at least 2 distinctive words (mnemo's gate tokens) or 5 CJK characters."""
+    from dsh_mnemo.hook.gate import tokens
+
+    cjk = sum("\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff"
+              or "\uac00" <= ch <= "\ud7af" for ch in text)
+    return len(tokens(text)) >= 2 or cjk >= 5
+
+
+def silence_rules(res: dict, queries: list[dict], lexical: list[list[str]] | None,
+                  ids: list[str]) -> list[str]:
+    """Inject the best memory only if the prompt passes the pre-gate and its cosine clears
+    `hi`, or clears `lo` with the memory also among the lexical top 5."""
+    out = ["| rule | right memory injected (of paraphrase prompts) | wrong memory injected "
+           "| off-topic/trivial prompts that inject |", "|---|---|---|---|"]
+    try:
+        gate = [substantive(q["text"]) for q in queries]
+    except ImportError:
+        return []
+    scores = np.asarray(res["scores"])
+    rules: list[tuple[str, float, float | None]] = [("cosine >= 0.80, no pre-gate", 0.80, None)]
+    for hi in (0.84, 0.85, 0.86, 0.87):
+        rules.append((f"pre-gate, cosine >= {hi:.2f}", hi, None))
+        if lexical is not None:
+            rules.append((f"pre-gate, cosine >= {hi:.2f}, or >= 0.82 with lexical support",
+                          hi, 0.82))
+    for label, hi, lo in rules:
+        right = wrong = off = 0
+        n_para = n_off = 0
+        for i, q in enumerate(queries):
+            j = int(np.argmax(scores[i]))
+            cos = float(scores[i][j])
+            lex_ok = lo is not None and lexical is not None and ids[j] in lexical[i][:5]
+            passes = (gate[i] or "no pre-gate" in label) and (
+                cos >= hi or (lo is not None and cos >= lo and lex_ok))
+            if q["kind"] == "paraphrase":
+                n_para += 1
+                right += passes and ids[j] == q["target"]
+                wrong += passes and ids[j] != q["target"]
+            elif q["kind"] in ("offtopic", "trivial"):
+                n_off += 1
+                off += passes
+        out.append(f"| {label} | {right / n_para:.2f} | {wrong / n_para:.2f} | {off / n_off:.2f} |")
+    return out
+
+
 def fmt_dist(xs: list[float]) -> str:
     xs = sorted(xs)
     q = statistics.quantiles(xs, n=10) if len(xs) >= 2 else xs
@@ -243,6 +289,8 @@ def main() -> None:
                 f"{s['keep_at_silence95']:.2f} (>{s['t_silence95']:.3f}) | "
                 f"{s['silenced_at_keep90']:.2f} (<{s['t_keep90']:.3f}) | "
                 f"{s['best_balanced_acc']:.2f} ({s['best_t']:.3f}) |")
+        sep_lines.append("")
+        sep_lines += silence_rules(res, queries, lexical, [m["id"] for m in memories])
         sep_lines.append("")
     print("\n".join(lines))
     print()

@@ -121,6 +121,7 @@ def main() -> None:
     py = sys.executable
     me = str(Path(__file__).resolve())
     results: list[dict] = []
+    print(f"load average at the start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs\n")
     print("| backend | threads | condition | python -c pass | cold import+load+1 query | ratio "
           "| import / load / first query | query | doc (short) | doc (500 chars) | doc in batch "
           "| RSS MB | net attempts |")
@@ -161,6 +162,8 @@ def main() -> None:
             for b in burners:
                 b.kill()
                 b.wait()
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+          "(other processes on the machine count too)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
 
