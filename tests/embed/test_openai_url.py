@@ -155,3 +155,39 @@ def test_bad_options_are_refused_without_a_request(opts: dict[str, object], word
 ])
 def test_the_endpoint_is_the_embeddings_path(url: str, expected: str) -> None:
     assert endpoint(url) == expected
+
+
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_deadline() -> None:
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            while not stop.wait(0.1):  # one byte at a time, never done
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        e = load_backend("openai-url", {"url": url, "model": "m", "dim": 8, "timeout": 0.5})
+        assert e.embedder is not None
+        started = time.monotonic()
+        with pytest.raises(EmbedError, match="no answer within 0.5 s"):
+            e.embedder.embed_queries(["x"])
+        assert time.monotonic() - started < 1.5
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(timeout=5)
