@@ -54,11 +54,11 @@ class ToolCall:
 class Recorded:
     method: str
     path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes
-    truncated: bool
-    at: float
+    query: dict[str, list[str]] = field(repr=False)
+    headers: dict[str, str] = field(repr=False)
+    body: bytes = field(repr=False)
+    truncated: bool = False
+    at: float = 0.0
 
     @property
     def json(self) -> Any:
@@ -94,7 +94,7 @@ class FakeModel:
     tool_call: ToolCall | None = None
     max_requests: int = MAX_REQUESTS
     max_body: int = MAX_BODY
-    requests: list[Recorded] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list, repr=False)
     dropped: int = 0  # requests not recorded because `max_requests` was reached
 
     def __post_init__(self) -> None:
