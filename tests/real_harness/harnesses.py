@@ -21,7 +21,7 @@ from pathlib import Path
 NAMES = ("claude-code", "codex", "gemini", "qwen")
 
 # Environment passed through from the test process; everything else is set here.
-PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR",
+PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL",
                 "MNEMO_DATA_DIR", "MNEMO_CONFIG", "MNEMOSYNE_DATA_DIR",
                 "MNEMOSYNE_NO_EMBEDDINGS", "MNEMOSYNE_LLM_ENABLED", "HERMES_HOME")
 
@@ -37,7 +37,12 @@ CODEX_SESSION_END_MAX_TIMEOUT = 3  # Codex clamps SessionEnd timeouts to this (s
 
 
 def base_env(home: Path, harness_bin: Path) -> dict[str, str]:
+    """The harness's environment: HOME, XDG dirs and TMPDIR (Claude Code keeps
+    sockets and notes there) all beside `home`, the harness CLIs first on PATH."""
     env = {k: v for k, v in os.environ.items() if k in PASS_THROUGH}
+    tmp = home.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(tmp)
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                XDG_CACHE_HOME=str(home / ".cache"), XDG_DATA_HOME=str(home / ".local/share"),
                XDG_STATE_HOME=str(home / ".local/state"), NO_COLOR="1", CI="1",
