@@ -49,8 +49,14 @@ echo "install_harnesses: npm ci into $dest" >&2
   echo "install_harnesses: Claude Code's install.cjs failed" >&2
   exit 1
 }
+# Each CLI must start. In a throwaway HOME: some create their config dir even
+# for --version, and the user's own must not be touched.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
 for tool in claude codex gemini qwen; do
-  if ! "$bin/$tool" --version >/dev/null 2>&1; then
+  if ! (cd "$scratch" && env -u CLAUDE_CONFIG_DIR -u CODEX_HOME -u GEMINI_CLI_HOME -u QWEN_HOME \
+      HOME="$scratch" XDG_CONFIG_HOME="$scratch/.config" XDG_CACHE_HOME="$scratch/.cache" \
+      "$bin/$tool" --version >/dev/null 2>&1); then
     echo "install_harnesses: $bin/$tool --version failed" >&2
     exit 1
   fi
