@@ -99,7 +99,9 @@ class HarnessSetup:
                 "request_max_retries = 0\n"
                 "stream_max_retries = 0\n"
                 "[analytics]\nenabled = false\n"
-                "[feedback]\nenabled = false\n", encoding="utf-8")
+                "[feedback]\nenabled = false\n"
+                # The plugin marketplace looks up github.com and chatgpt.com at start-up.
+                "[features]\nplugins = false\n", encoding="utf-8")
         elif self.name == "gemini":
             _write_json(config / "settings.json", {
                 "security": {"auth": {"selectedType": "gemini-api-key"}},
