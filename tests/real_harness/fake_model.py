@@ -68,7 +68,11 @@ class Recorded:
             return None
 
     def strings(self) -> list[str]:
-        """Every string value in the JSON body (keys not included), in document order."""
+        """Every string value in the JSON body (keys not included), in document order;
+        a body that is not JSON (or was cut at `max_body`) as one raw string."""
+        document = self.json
+        if document is None:
+            return [self.body.decode("utf-8", "replace")] if self.body else []
         out: list[str] = []
 
         def walk(value: Any) -> None:
@@ -81,7 +85,7 @@ class Recorded:
                 for item in value.values():
                     walk(item)
 
-        walk(self.json)
+        walk(document)
         return out
 
     def text(self) -> str:
