@@ -48,6 +48,7 @@ def populate(base: Path, root: Path, own: int, others: int, workspaces: int) -> 
     os.environ.setdefault("MNEMOSYNE_NO_EMBEDDINGS", "1")
     from dsh_mnemo.config import apply_environment, load_settings
     from dsh_mnemo.memory import store as storage
+    from dsh_mnemo.memory import targets
     from dsh_mnemo.workspace import binding as workspace
 
     apply_environment(load_settings())
@@ -65,7 +66,7 @@ def populate(base: Path, root: Path, own: int, others: int, workspaces: int) -> 
     started = time.perf_counter()
     for repo, count in plan:
         ctx = resolve_memory_context(repo, None, settings)
-        target = storage.write_target(ctx)
+        target = targets.write_target(ctx)
         for n in range(count):
             source = "conversation" if n % 3 else "fact"
             text = sentence(rng, "USER") if source == "conversation" else sentence(rng, "F")[4:]

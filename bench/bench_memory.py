@@ -96,9 +96,9 @@ class Bench:
         os.environ["MNEMO_DATA_DIR"] = str(data)
         os.environ["MNEMO_CONFIG"] = str(self.work / "config.yaml")
         from dsh_mnemo.cli.common import settings
-        from dsh_mnemo.memory import store as storage
+        from dsh_mnemo.memory import driver
 
-        storage.reset_cache()
+        driver.reset_cache()
         self.settings = settings()
 
     # ── fixtures ──
@@ -141,6 +141,7 @@ class Bench:
     def measured_workspace(self, data: Path) -> tuple[Path, list[tuple[str, str]]]:
         """A bound repo with 1,000 rows: 950 project notes and 50 planted memories."""
         from dsh_mnemo.memory import store as storage
+        from dsh_mnemo.memory import targets
         from dsh_mnemo.workspace import binding as workspace
         from dsh_mnemo.workspace.context import resolve_memory_context
 
@@ -149,7 +150,7 @@ class Bench:
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
         workspace.bind(repo)
         ctx = resolve_memory_context(repo, None, self.settings)
-        target = storage.write_target(ctx)
+        target = targets.write_target(ctx)
         rng = random.Random(3)
         planted: list[tuple[str, str]] = []
         every = OWN_ROWS // PLANTED
@@ -162,19 +163,19 @@ class Bench:
                 word = rng.choice(TOPIC_A + TOPIC_B) if rng.random() < 0.3 else ""
                 storage.remember_at(target, f"project note {i}: {word} {filler(rng, 8)}")
         # A small global bank, as users have.
-        glob = storage.GLOBAL_TARGET
+        glob = targets.GLOBAL_TARGET
         for i in range(50):
             storage.remember_at(glob, f"global preference {i}: {filler(rng, 6)}")
         return repo, planted
 
     # ── measurements ──
     def latencies(self, repo: Path, planted: list[tuple[str, str]]) -> dict[str, object]:
-        from dsh_mnemo.memory import ops as memory
+        from dsh_mnemo.commands import memory
 
         rng = random.Random(4)
         memory.recall(self.settings, "warm up", cwd=repo)  # open the banks once
         found = sum(any(m.id == pid for m in memory.recall(self.settings, topic, top_k=TOP_K,
-                                                            cwd=repo).results)
+                                                            cwd=repo).data.results)
                     for pid, topic in planted)
         recall_t = []
         for _ in range(self.samples):
@@ -199,10 +200,10 @@ class Bench:
 
     def shared_layout(self, data: Path, repo_db: Path, others: int) -> dict[str, object]:
         """The same rows in ONE database, recalled through upstream directly."""
-        from dsh_mnemo.memory import store as storage
+        from dsh_mnemo.memory import driver
 
         shared = data / "shared-layout.db"
-        storage.init_bank(shared)
+        driver.init_bank(shared)
         conn = sqlite3.connect(shared)
         cols = [r[1] for r in conn.execute("PRAGMA table_info(working_memory)")]
         conn.execute("ATTACH ? AS src", (str(repo_db),))
@@ -316,11 +317,11 @@ def main() -> None:
             shared = None
             if not args.no_shared:
                 t0 = time.perf_counter()
-                from dsh_mnemo.memory import store as storage
+                from dsh_mnemo.memory import targets
                 from dsh_mnemo.workspace import context
 
                 ctx = context.resolve_memory_context(repo, None, bench.settings)
-                layout = bench.shared_layout(data, storage.read_target(ctx).db_path(), banks)
+                layout = bench.shared_layout(data, targets.read_target(ctx).db_path(), banks)
                 print(f"[{label}] shared-layout db built in {time.perf_counter() - t0:.1f}s",
                       file=sys.stderr)
                 shared = bench.shared_recall(layout, planted)

@@ -113,13 +113,8 @@ def main() -> None:
         repo = bench_hook.populate(base, root, args.own, 0, 1)
         from dsh_mnemo.config import load_settings
         from dsh_mnemo.embed import load_backend
-
-        try:  # the layout after the packages-by-concern restructure
-            from dsh_mnemo.memory.targets import write_target
-            from dsh_mnemo.workspace.context import resolve_memory_context
-        except ImportError:
-            from dsh_mnemo.context import resolve_memory_context  # type: ignore[no-redef]
-            from dsh_mnemo.storage import write_target  # type: ignore[no-redef]
+        from dsh_mnemo.memory.targets import write_target
+        from dsh_mnemo.workspace.context import resolve_memory_context
 
         target = write_target(resolve_memory_context(repo, None, load_settings()))
         db = target.db_path()

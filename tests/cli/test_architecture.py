@@ -21,6 +21,7 @@ PACKAGE = REPO_ROOT / "dsh_mnemo"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("dsh_mnemo", "dsh_mnemo.errors", "dsh_mnemo.paths", "dsh_mnemo.fsutil",
               "dsh_mnemo.config", "dsh_mnemo.faults", "dsh_mnemo.report")),
+    ("embeddings", ("dsh_mnemo.embed.*",)),
     ("bank files", ("dsh_mnemo.memory", "dsh_mnemo.memory.banks")),
     ("harness facts", ("dsh_mnemo.harnesses", "dsh_mnemo.harnesses.registry")),
     ("workspace", ("dsh_mnemo.workspace.*",)),

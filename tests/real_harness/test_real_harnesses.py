@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from dsh_mnemo.hook.inject import HINT_PREFIX
-from tests.conftest import mnemo_executable
-from tests.hook_helpers import configure, log_text
+from tests.conftest import configure, mnemo_executable
+from tests.hook.conftest import log_text
 from tests.real_harness.fake_model import FakeModel, Recorded, ToolCall
 from tests.real_harness.harnesses import NAMES, SETUPS, HarnessSetup
 

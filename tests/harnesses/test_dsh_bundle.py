@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import mnemo_executable
+from tests.conftest import REPO_ROOT, mnemo_executable
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 BUNDLE_TESTS = ROOT / "hooks" / "dsh" / "test"
 MIN_NODE = 20
 

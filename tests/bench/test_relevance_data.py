@@ -11,12 +11,13 @@ import importlib.util
 import re
 import sys
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO_ROOT
+
+ROOT = REPO_ROOT
 RUNNER = ROOT / "bench" / "bench_relevance.py"
 
 MIN_PROJECTS = 5
