@@ -186,7 +186,7 @@ def _target_workspace(to: Path | None, index: Index, *, register: bool
 
 def _resolve(selection: Selection, stats: dict[str, Any], index: Index, *, register: bool
              ) -> tuple[list[_GroupSpec], str | None, list[str]]:
-    data = index.load()
+    data = index.load() if register else index.peek()
     notes: list[str] = []
     if selection.default_to_global:
         return ([_GroupSpec(paths.GLOBAL_BANK, GLOBAL_SESSION,
@@ -316,7 +316,8 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
     return Plan(selector=selection.selector, source_db=str(source), groups=groups,
                 pending=sum(g.rows for g in groups),
                 memories=sum(g.memories for g in groups), target_root=root,
-                others=_others(stats, index.load()), shared_tables=shared,
+                others=_others(stats, index.load() if register else index.peek()),
+                shared_tables=shared,
                 unfinished=unfinished, notes=notes)
 
 

@@ -174,7 +174,7 @@ def _find_entry(data: IndexData, source: str) -> WorkspaceEntry | None:
 
 def rebind_candidates(root: Path, index: Index) -> list[WorkspaceEntry]:
     """Entries last seen in a directory with the same name (shown, never chosen)."""
-    return [e for e in index.load().workspaces
+    return [e for e in index.peek().workspaces
             if not e.supersededBy and e.lastSeenPath != str(root)
             and root.name in {Path(p).name for p in (e.lastSeenPath, e.canonicalPath) if p}]
 

@@ -118,7 +118,7 @@ def declined_recently(index: Index, root: str, days: int) -> bool:
     if days <= 0:
         return False
     horizon = now_ms() - days * 86_400_000
-    return any(d.path == root and d.declinedAt >= horizon for d in index.load().declined)
+    return any(d.path == root and d.declinedAt >= horizon for d in index.peek().declined)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -108,6 +109,26 @@ def test_plan_lists_namespaces_tables_times_and_a_sample(repo: Path):
     assert "legacy one" in tables["working_memory"]["sample"]
     assert {"memoria_kg", "annotations", "gists", "scratchpad"} <= set(tables)
     assert plan["pending"] == sum(n["rows"] for n in group["namespaces"])
+
+
+def test_the_plan_stays_readable_in_an_80_column_terminal(repo: Path,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, output = cli("migrate", "plan", "--legacy-dsh")
+    assert code == 0, output
+    lines = output.splitlines()
+    grid = [line for line in lines if line.split()[:1] == ["table"]
+            or line.strip().split(" ")[0] in ("working_memory", "episodic_memory",
+                                              "memoria_preferences", "annotations", "gists")]
+    assert grid and all(len(line) <= 80 for line in grid), grid
+    assert any(line.split() == ["table", "rows", "first", "..", "last"] for line in grid)
+    # Every table name and time range is there whole, one per line.
+    for table in ("working_memory", "episodic_memory", "memoria_preferences", "annotations"):
+        assert any(line.split()[:1] == [table] for line in lines), (table, output)
+    assert any(re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d \.\. \d{4}-\d\d-\d\d", line)
+               for line in lines), output
+    assert sum(line.strip().startswith("e.g. (") for line in lines) == 2  # a sample each
+    assert not re.search(r"\w…\s+\w…", output), output  # no column cut to a stub
 
 
 def test_legacy_class_never_matches_v2_namespaces(repo: Path, dsh_data: Path):

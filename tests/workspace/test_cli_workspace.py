@@ -12,6 +12,7 @@ from typer.testing import CliRunner, Result
 
 from dsh_mnemo.cli import app
 from dsh_mnemo.errors import ExitCode
+from tests.conftest import configure
 from tests.workspace.conftest import (
     MARKER,
     expected_bank,
@@ -140,6 +141,16 @@ def test_bind_decline(make_repo, data_dir: Path) -> None:
     assert not (repo / MARKER).exists()
     assert read_index(data_dir)["declined"] == [{"path": str(repo),
                                                  "declinedAt": document["declined_at"]}]
+
+
+def test_bind_decline_says_the_configured_decline_period(make_repo) -> None:
+    configure(hint__decline_days=7)
+    human = invoke("bind", str(make_repo("app")), "--decline")
+    assert human.exit_code == 0, human.output
+    assert "for 7 days" in human.stdout and "30" not in human.stdout
+    configure(hint__decline_days=0)
+    human = invoke("bind", str(make_repo("other")), "--decline")
+    assert "still shows" in human.stdout
 
 
 def test_decline_in_a_bound_repository_is_refused(make_repo) -> None:

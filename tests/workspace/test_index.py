@@ -333,3 +333,24 @@ def test_concurrent_writers_lose_nothing(make_repo, isolated_env: Path,
         for i in range(rounds):
             assert f"id:extra-{repo.name}-{i}" in keys
     assert not [p for p in data_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_read_only_callers_leave_a_corrupt_index_where_it_is(repo: Path, data_dir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dsh_mnemo.cli import app
+
+    index = data_dir / "identity.json"
+    index.write_text('{"version": 1, "workspaces": [{"broken": ', encoding="utf-8")
+    before = index.read_bytes()
+    assert Index(data_dir).peek().workspaces == []
+    # resolving without registering (doctor, plans) reads through peek()
+    ctx = resolve_memory_context(repo, None, Settings(), register=False)
+    assert ctx.bound and ctx.workspace is not None and ctx.workspace.boundAt == 0
+    runner = CliRunner()
+    for argv in (["doctor", str(repo), "--json"], ["migrate", "plan", "--to", str(repo),
+                                                    "--json"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code in (0, 8), result.output
+    assert index.read_bytes() == before
+    assert not list(data_dir.glob("identity.json.corrupt-*"))
