@@ -1,12 +1,27 @@
 """`mnemo hook EVENT [--harness NAME]`: fail open, fast, and always exit 0.
 
-Called by `dsh_mnemo.__main__` without Typer or Rich.  The work runs in a
-daemon thread; the main thread waits at most `hooks.deadline_seconds` (from
-process start) for it.  Past the deadline the hook prints nothing, writes
-one log line and leaves with `os._exit(0)`, abandoning the thread (SQLite
-rolls back whatever it had not committed).  No exception, message or
-traceback ever reaches the harness: failures are one line each in
-`<data dir>/logs/hook.log`.
+Called by `dsh_mnemo.__main__` without Typer or Rich.  As a harness runs it
+(a process of its own, the process's own stdin and stdout) the work happens
+in a **forked worker**: the parent reads the event, forks, and waits for the
+answer on a pipe until `hooks.deadline_seconds` after the *process started*
+(interpreter start-up included).  Whatever the worker does — a regex that
+holds the GIL, a database that stays locked — the parent is a separate
+process that nothing can hold up: at the deadline it prints the neutral
+answer, logs one line and exits 0.
+
+The worker answers as soon as it knows what to say, closes the pipe (the
+harness goes on at once) and then does the housekeeping in the background:
+storing the turns the spool holds, consolidation.  It detaches from the
+harness (new session, stdio on /dev/null), runs at most
+`HOUSEKEEPING_SECONDS` (a kernel timer ends it even if Python cannot
+react), and holds a `background` lock file meanwhile.  A worker that is
+killed loses nothing: every turn it claimed is still in the spool and is
+picked up again as a stale claim.
+
+Run in-process (tests pass their own streams) the same work runs in a
+thread instead, and the call returns after the housekeeping (or the
+deadline).  No exception, message or traceback ever reaches the harness:
+failures are one line each in `<data dir>/logs/hook.log`.
 
 `MNEMO_HOOK_TEST_DELAY` (seconds) makes the worker sleep before it starts:
 a test-only switch to exercise the deadline from outside.
@@ -15,6 +30,7 @@ a test-only switch to exercise the deadline from outside.
 from __future__ import annotations
 
 import os
+import select
 import sys
 import threading
 import time
@@ -26,6 +42,10 @@ from .speed import fast_yaml
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_DEADLINE = 2.0
+# What the background worker may spend on storing turns after it answered.
+# Below the spool's stale-claim age, so a live worker's claims are never
+# taken over by another hook.
+HOUSEKEEPING_SECONDS = 60
 TEST_DELAY_ENV = "MNEMO_HOOK_TEST_DELAY"
 
 USAGE = ("usage: mnemo hook prompt|turn-end|session-end [--harness "
@@ -33,17 +53,23 @@ USAGE = ("usage: mnemo hook prompt|turn-end|session-end [--harness "
 
 
 class _Answer:
-    """The worker's reply, handed to the main thread once."""
+    """The worker's reply, handed on once (to the main thread, or down the pipe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Any = None) -> None:
         self.text: str | None = None
         self.ready = threading.Event()
         self.lock = threading.Lock()
+        self.sink = sink  # a pipe fd in a forked worker
 
     def emit(self, text: str) -> None:
         with self.lock:
-            if self.text is None:
-                self.text = text
+            if self.text is not None:
+                return
+            self.text = text
+            if self.sink is not None:
+                _write_fd(self.sink, text)
+                os.close(self.sink)
+                self.sink = None
         self.ready.set()
 
 
@@ -73,27 +99,72 @@ def parse_argv(argv: list[str]) -> tuple[str, str]:
     return event, harness
 
 
-def read_stdin(stream: Any) -> bytes:
+def read_stdin(stream: Any, deadline_at: float | None = None) -> bytes:
+    """The event, at most MAX_STDIN_BYTES + 1 bytes (more is refused later).
+
+    A real file descriptor is read with `select` until `deadline_at`: a
+    harness that never closes the hook's stdin must not hold it up.
+    """
     if stream is None:
         return b""
     try:
         if hasattr(stream, "isatty") and stream.isatty():
             return b""  # run by hand: no event
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        fd = None
+    if fd is not None and deadline_at is not None:
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_STDIN_BYTES:
+            remaining = deadline_at - time.monotonic()
+            try:
+                ready, _, _ = select.select([fd], [], [], max(0.0, remaining))
+                if not ready:
+                    break  # nothing more before the deadline: work with what came
+                chunk = os.read(fd, 1 << 20)
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    source = getattr(stream, "buffer", stream)
+    try:
+        data = source.read(MAX_STDIN_BYTES + 1)
     except (OSError, ValueError):
         return b""
-    source = getattr(stream, "buffer", stream)
-    data = source.read(MAX_STDIN_BYTES + 1)
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
     return data or b""
 
 
-def _work(answer: _Answer, kind: str, harness: str, stdin: Any, settings: Any, base: Any) -> None:
+def process_age() -> float:
+    """Seconds since this process started (0 where the system cannot say).
+
+    The deadline counts from process start, so the interpreter's own start-up
+    (tens of milliseconds, more on a loaded machine) is inside it.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        started_ticks = int(fields[19])  # field 22 of stat(5), after the comm field
+        with open("/proc/uptime", "rb") as handle:
+            uptime = float(handle.read().split()[0])
+        return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _work(answer: _Answer, kind: str, harness: str, raw: bytes, settings: Any,
+          base: Any) -> None:
     try:
         delay = os.environ.get(TEST_DELAY_ENV)
         if delay:
             time.sleep(float(delay))
-        raw = read_stdin(stdin)
         if len(raw) > MAX_STDIN_BYTES:
             raise ValueError(f"stdin larger than {MAX_STDIN_BYTES} bytes; ignored")
         from .events import decode_payload, parse_event
@@ -116,12 +187,12 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
     """Run one hook; always returns 0.
 
     `stdin`/`stdout` default to the process's; `hard_exit` (default: when
-    using the process's streams) leaves with `os._exit(0)` on the deadline
-    and after answering, so neither an abandoned thread nor interpreter
-    teardown can hold the harness up.
+    using the process's streams) forks the worker and leaves with
+    `os._exit(0)`, so neither the worker nor interpreter teardown can hold
+    the harness up.
     """
-    started = time.monotonic()
     in_process = stdin is not None or stdout is not None
+    started = time.monotonic() - (0.0 if in_process else process_age())
     hard_exit = (not in_process) if hard_exit is None else hard_exit
     speed.ENABLED = hard_exit
     stdin = sys.stdin if stdin is None else stdin
@@ -149,12 +220,20 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
         log.write(f"settings: {log.describe(exc)}", harness=harness, event=kind, base=base)
         _write(stdout, neutral_output(harness, kind))
         return 0
+    raw = read_stdin(stdin, None if in_process else started + deadline)
+    if hard_exit and hasattr(os, "fork"):
+        _run_forked(kind, harness, raw, settings, base, stdout, started + deadline, deadline)
+    return _run_threaded(kind, harness, raw, settings, base, stdout, started, deadline,
+                         hard_exit)
 
+
+def _run_threaded(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
+                  stdout: IO[str], started: float, deadline: float, hard_exit: bool) -> int:
     if hard_exit:
         _quiet_process()
     answer = _Answer()
     worker = threading.Thread(target=_work, name="mnemo-hook", daemon=True,
-                              args=(answer, kind, harness, stdin, settings, base))
+                              args=(answer, kind, harness, raw, settings, base))
     worker.start()
     answered = answer.ready.wait(max(0.0, deadline - (time.monotonic() - started)))
     if answered:
@@ -171,6 +250,94 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
     if hard_exit:
         _flush_and_exit(stdout)
     return 0
+
+
+def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
+                stdout: IO[str], deadline_at: float, deadline: float) -> None:
+    """Fork the worker and wait for its answer until `deadline_at`; never returns."""
+    try:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+    except OSError as exc:
+        log.write(f"cannot fork the worker ({exc}); working in process", harness=harness,
+                  event=kind, base=base)
+        return  # the caller falls back to the threaded path
+    if pid == 0:  # the worker
+        try:
+            os.close(read_end)
+            _detach()
+            from .background import hold
+
+            with hold(base):
+                answer = _Answer(sink=write_end)
+                _work(answer, kind, harness, raw, settings, base)
+        except BaseException as exc:  # noqa: BLE001
+            log.write(f"worker: {log.describe(exc)}", harness=harness, event=kind, base=base)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    text = _await_answer(read_end, deadline_at)
+    if text is None:
+        log.write(f"deadline of {deadline:g}s exceeded before answering; the worker "
+                  "goes on in the background (its turns stay in the spool)",
+                  harness=harness, event=kind, base=base)
+        text = neutral_output(harness, kind)
+    _write(stdout, text)
+    _flush_and_exit(stdout)
+
+
+def _await_answer(fd: int, deadline_at: float) -> str | None:
+    """Everything the worker writes before closing the pipe, or None past the deadline."""
+    chunks: list[bytes] = []
+    while True:
+        remaining = deadline_at - time.monotonic()
+        if remaining <= 0:
+            return None
+        try:
+            ready, _, _ = select.select([fd], [], [], remaining)
+        except InterruptedError:
+            continue
+        if not ready:
+            return None
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks).decode("utf-8", "replace")
+        chunks.append(chunk)
+
+
+def _detach() -> None:
+    """Leave the harness's session; stdio to /dev/null; a kernel timer on the rest.
+
+    The harness waits for its hook's stdout to close and may kill the hook's
+    process group: the worker must hold neither.  SIGALRM's default action
+    ends the process even while Python is stuck in C code.
+    """
+    import signal
+
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        try:
+            os.dup2(devnull, fd)
+        except OSError:
+            pass
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, HOUSEKEEPING_SECONDS)
+    import warnings
+
+    warnings.simplefilter("ignore")
+
+
+def _write_fd(fd: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:
+        pass  # the parent gave up waiting
 
 
 def _write(stdout: IO[str], text: str) -> None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..harnesses.registry import HARNESSES, format_output, neutral_output
 from . import log
 from .events import HookEvent, last_reply_from_transcript
-from .spool import Spool, Turn
+from .spool import MAX_BYTES, MAX_PENDING, Spool, Turn
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import Settings
@@ -56,6 +56,9 @@ class HookRun:
 
 # ─── Text preparation ──────────────────────────────────────────────────────
 
+_SURROGATE = None
+
+
 def clean_text(run: HookRun, text: str | None) -> str:
     """Injected context stripped and secrets scrubbed: safe to spool or store."""
     if not text:
@@ -63,7 +66,7 @@ def clean_text(run: HookRun, text: str | None) -> str:
     from ..memory.scrub import scrub
     from .strip import strip_injected
 
-    stripped = strip_injected(text)
+    stripped = strip_injected(without_surrogates(text))
     if not stripped:
         return ""
     policy = run.settings["scrub.policy"]
@@ -72,6 +75,17 @@ def clean_text(run: HookRun, text: str | None) -> str:
         kinds = ", ".join(sorted(set(result.findings)))
         run.log(f"secrets stored as-is (scrub.policy: warn): {kinds}", level="warning")
     return result.text
+
+
+def without_surrogates(text: str) -> str:
+    """Lone surrogates (an emoji split by a harness, `\\ud83d` in JSON) as U+FFFD:
+    they cannot be encoded, so the spool and SQLite would refuse the turn."""
+    global _SURROGATE
+    if _SURROGATE is None:
+        import re
+
+        _SURROGATE = re.compile("[\ud800-\udfff]")
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -107,39 +121,51 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         run.emit(neutral_output(run.harness, run.kind))
         return
     text = clean_text(run, event.prompt) if not event.continuation else ""
-    spool: Spool | None = None
+    spool = Spool(run.base, run.harness, event.session_id, cwd)
     displaced: list[Turn] = []
     if text and settings["capture.enabled"]:
-        spool = Spool(run.base, run.harness, event.session_id, cwd)
         try:
-            displaced = spool.add_prompt(text, cwd, event.session_id)
+            # Durable first: the turn is in the spool before anything else can fail.
+            displaced, dropped = spool.add_prompt(
+                truncate(text, int(settings["capture.user_limit"])), cwd, event.session_id)
+            if dropped:
+                run.log(f"spool full ({MAX_PENDING} turns or {MAX_BYTES} bytes of a session "
+                        f"that could not be stored): dropped the {dropped} oldest pending "
+                        "turn(s)", level="warning")
         except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
             run.log(f"spool: {log.describe(exc)}")
     context_text = None
     if HARNESSES[run.harness].can_inject and not event.continuation:
         try:
-            context_text = build_context(run, cwd, event.session_id, text)
+            context_text = build_context(run, cwd, event.session_id, text, spool)
         except Exception as exc:  # noqa: BLE001 - no injection, but still store turns
             run.log(f"recall: {log.describe(exc)}")
     run.emit(format_output(run.harness, "prompt", context_text))
-    if spool is not None and displaced:
+    if displaced:
         store_turns(run, spool, displaced, reply=None)
 
 
-def build_context(run: HookRun, cwd: str, session_id: str | None, query: str) -> str | None:
-    """The block to inject, the bind hint, or None."""
+def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
+                  spool: Spool) -> str | None:
+    """The block to inject, the bind hint (at most once a session), or None."""
     from ..workspace.context import REASON_UNBOUND, resolve_memory_context
 
     settings = run.settings
     ctx = resolve_memory_context(cwd, session_id, settings)
     if not ctx.bound:
-        if (ctx.reason == REASON_UNBOUND and settings["hint.enabled"] and ctx.hint_root
-                and _bindable(ctx.hint_root)
-                and not _declined(ctx.hint_root, int(settings["hint.decline_days"]))):
-            from .inject import hint_line
+        if not (ctx.reason == REASON_UNBOUND and settings["hint.enabled"] and ctx.hint_root):
+            return None
+        from .inject import broken_marker_line, hint_line
 
-            return hint_line(ctx.hint_root)
-        return None
+        if ctx.problems:
+            # `mnemo bind` would refuse here: say what is wrong instead.
+            line = broken_marker_line(ctx.problems[0].path, ctx.problems[0].reason)
+        elif _bindable(ctx.hint_root) and not _declined(ctx.hint_root,
+                                                         int(settings["hint.decline_days"])):
+            line = hint_line(ctx.hint_root)
+        else:
+            return None
+        return line if spool.mark_hinted() else None
     if not settings["prefetch.enabled"] or not query.strip():
         return None
     return recall_block(run, ctx, query)

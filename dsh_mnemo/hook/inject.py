@@ -124,3 +124,15 @@ def hint_line(root: str) -> str:
     return (f"{HINT_PREFIX}This directory ({where}) has no project memory yet. If the user "
             "wants one, they can run `mnemo bind` there (or `mnemo bind --decline` to "
             "silence this hint).")
+
+
+def broken_marker_line(marker: str, reason: str) -> str:
+    """The hint when a `.mnemosyne-id` on the way up is not a valid marker.
+
+    `mnemo bind` refuses to overwrite or shadow it, so suggesting a bind
+    would only lead to an error: say what is wrong and how to fix it.
+    """
+    where = sanitize(marker)[:200]
+    return (f"{HINT_PREFIX}The workspace marker {where} is not valid ({sanitize(reason)[:120]}), "
+            "so this project's memory is not used. The user can fix or remove that file, then "
+            "run `mnemo bind` (`mnemo doctor` explains).")

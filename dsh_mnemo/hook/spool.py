@@ -8,8 +8,13 @@ came is stored by the session's next prompt or by session-end.
 One small JSON file per (harness, session) in `<data dir>/spool/`, changed
 only under a `flock` and replaced atomically.  "Never twice": a turn is
 *claimed* (with the claimer's pid) before it is written to the database and
-removed after; a claim left by a process that died mid-write is picked up
-again as `stale`, and the caller checks the database before storing it.
+removed after; a claim left by a process that died mid-write (or that ran
+out of time) is picked up again as `stale`, and the caller checks the
+database before storing it.  "Never lost": a claimed turn leaves the spool
+only when its claimer stored it.  The spool is bounded (`MAX_PENDING` turns,
+`MAX_BYTES` of text per session): past that the oldest turns nobody is
+storing are dropped, and the caller logs how many — the one way a turn can
+be lost, and never silently.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 SPOOL_VERSION = 1
-MAX_TURNS = 32  # a session that never ends cannot grow its spool without bound
+# A session whose turns cannot be stored (a database locked for hours) keeps
+# them here up to these bounds; a session that never ends cannot grow it forever.
+MAX_PENDING = 2000
+MAX_BYTES = 8 * 1024 * 1024
 STALE_CLAIM_MS = 120_000
 LOCK_TIMEOUT = 1.0
 FORGET_AFTER_MS = 14 * 86_400_000  # leftovers of sessions silent this long are swept
@@ -77,11 +85,12 @@ class SpoolState:
     targets: list[list[str]] = field(default_factory=list)  # [bank, namespace] written to
     updated: int = 0
     recent: list[str] = field(default_factory=list)  # digests of the last turns stored
+    hinted: bool = False  # the bind hint was shown in this session
 
     def to_json(self) -> dict[str, object]:
         return {"version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
                 "captured": self.captured, "targets": self.targets, "updated": self.updated,
-                "recent": self.recent}
+                "recent": self.recent, "hinted": self.hinted}
 
 
 def _pid_alive(pid: int) -> bool:
@@ -131,10 +140,10 @@ class Spool:
         recent = [str(d) for d in raw.get("recent") or [] if isinstance(d, str)]
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
-                          recent=recent[-RECENT:])
+                          recent=recent[-RECENT:], hinted=raw.get("hinted") is True)
 
     def _save(self, state: SpoolState) -> None:
-        if not state.turns and not state.captured:
+        if not state.turns and not state.captured and not state.hinted:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             return
@@ -175,20 +184,32 @@ class Spool:
             claimed.append(turn)
         return claimed
 
-    def add_prompt(self, text: str, cwd: str | None, session_id: str | None) -> list[Turn]:
-        """Record `text` as the pending turn; return older turns now to be stored."""
+    def add_prompt(self, text: str, cwd: str | None, session_id: str | None
+                   ) -> tuple[list[Turn], int]:
+        """Record `text` as the pending turn.
+
+        Returns the older turns now to be stored (claimed for this process)
+        and how many of the oldest unclaimed turns the bounds dropped (0 but
+        for a spool that cannot be emptied for a long time).
+        """
         with self.locked() as state:
             open_turns = [t for t in state.turns if t.claim_pid is None]
             if open_turns and open_turns[-1].text == text:
                 # The same prompt again (Qwen continuations, a retried hook): one turn.
-                return self._claim_open_turns(state, exclude=open_turns[-1].id)
+                return self._claim_open_turns(state, exclude=open_turns[-1].id), 0
+            dropped = _enforce_bounds(state, incoming=len(text))
             to_store = self._claim_open_turns(state)
             state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
                                     session_id=session_id, at=now_ms()))
-            # Every older turn is claimed by now; trimming only forgets turns that
-            # their claimers are storing anyway.
-            state.turns = state.turns[-MAX_TURNS:]
-            return to_store
+            return to_store, dropped
+
+    def mark_hinted(self) -> bool:
+        """Note that the bind hint was shown; False if it already was this session."""
+        with self.locked() as state:
+            if state.hinted:
+                return False
+            state.hinted = True
+            return True
 
     def take_all(self) -> list[Turn]:
         """Claim every pending turn (turn-end, session-end)."""
@@ -229,7 +250,26 @@ class Spool:
                 state.captured = 0
                 state.targets = []
                 state.recent = []
+                state.hinted = False
         return final
+
+
+def _enforce_bounds(state: SpoolState, *, incoming: int) -> int:
+    """Drop the oldest turns nobody is storing until one more fits; how many went.
+
+    Claimed turns are never dropped: their claimer may be writing them now,
+    or has died and they will be stored again (stale claims).
+    """
+    dropped = 0
+    size = sum(len(t.text) for t in state.turns) + incoming
+    while len(state.turns) + 1 > MAX_PENDING or size > MAX_BYTES:
+        oldest = next((t for t in state.turns if t.claim_pid is None), None)
+        if oldest is None:
+            break
+        state.turns.remove(oldest)
+        size -= len(oldest.text)
+        dropped += 1
+    return dropped
 
 
 def _has_turns(path: Path) -> bool:

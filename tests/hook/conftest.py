@@ -66,25 +66,50 @@ class Proc:
     stderr: str
 
 
+def stop_workers() -> None:
+    """Kill hook workers still in the background (a test that made them hang)."""
+    import signal
+
+    from dsh_mnemo.hook.background import busy
+
+    for pid in busy(Path(os.environ["MNEMO_DATA_DIR"])):
+        if pid > 0:
+            os.kill(pid, signal.SIGKILL)
+
+
+def settle() -> None:
+    """Wait for the hook workers that answered and went on storing in the background."""
+    from dsh_mnemo.hook.background import wait_idle
+
+    assert wait_idle(Path(os.environ["MNEMO_DATA_DIR"]), timeout=60)
+
+
 def run_cli_hook(event: str, harness: str, document: dict[str, Any] | bytes | str, *,
                  env: dict[str, str] | None = None, cwd: Path | None = None,
-                 timeout: float = 30) -> Proc:
-    """The installed `mnemo hook …` in a new process, as a harness runs it."""
+                 timeout: float = 30, wait: bool = True) -> Proc:
+    """The installed `mnemo hook …` in a new process, as a harness runs it.
+
+    With `wait`, returns once its background worker has finished too.
+    """
     done = subprocess.run([mnemo_executable(), "hook", event, "--harness", harness],
                           input=encode(document), capture_output=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, cwd=cwd)
+    if wait:
+        settle()
     return Proc(done.returncode, done.stdout.decode("utf-8", "replace"),
                 done.stderr.decode("utf-8", "replace"))
 
 
 def run_wrapper(event: str, harness: str, document: dict[str, Any] | bytes | str, *,
                 env: dict[str, str] | None = None, wrapper: Path = WRAPPER,
-                cwd: Path | None = None, timeout: float = 30) -> Proc:
+                cwd: Path | None = None, timeout: float = 30, wait: bool = True) -> Proc:
     """The real `hooks/mnemo-hook.sh` wrapper, the way harness configs call it."""
     base_env = {**os.environ, "MNEMO_BIN": mnemo_executable()}
     done = subprocess.run(["sh", str(wrapper), event, harness], input=encode(document),
                           capture_output=True, timeout=timeout, env={**base_env, **(env or {})},
                           cwd=cwd)
+    if wait:
+        settle()
     return Proc(done.returncode, done.stdout.decode("utf-8", "replace"),
                 done.stderr.decode("utf-8", "replace"))
 

@@ -8,6 +8,7 @@ import sqlite3
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.hook.conftest import (
     payload,
     run_cli_hook,
     run_wrapper,
+    stop_workers,
     user_rows,
 )
 
@@ -114,16 +116,22 @@ def test_deadline_prints_nothing_and_exits_zero(repo: Path, data_dir: Path) -> N
     configure(hooks__deadline_seconds=0.5)
     env = {"MNEMO_HOOK_TEST_DELAY": "20"}
     # subprocess.run raises TimeoutExpired if the hook waited for the 20 s sleep
+    started = time.monotonic()
     done = run_cli_hook("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
-                                                         prompt=QUESTION), env=env, timeout=10)
+                                                         prompt=QUESTION), env=env, timeout=10,
+                        wait=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     done = run_cli_hook("turn-end", "codex", payload("codex", "turn-end", cwd=repo), env=env,
-                        timeout=10)
+                        timeout=10, wait=False)
     assert (done.returncode, done.stdout) == (0, "{}\n")
     via_wrapper = run_wrapper("prompt", "gemini", payload("gemini", "prompt", cwd=repo,
-                                                          prompt=QUESTION), env=env, timeout=10)
+                                                          prompt=QUESTION), env=env, timeout=10,
+                              wait=False)
     assert (via_wrapper.returncode, via_wrapper.stdout) == (0, "")
+    # Three hooks whose work would take 20 s each came back within their deadlines.
+    assert time.monotonic() - started < 3 * (0.5 + 1.0)
     assert log_text(data_dir).count("deadline of 0.5s exceeded") == 3
+    stop_workers()
 
 
 def _bank_db(data_dir: Path) -> Path:

@@ -247,10 +247,10 @@ def test_strip_removes_own_block_hint_and_harness_reminders() -> None:
 
 def test_spool_pairs_and_never_hands_a_turn_out_twice(tmp_path: Path) -> None:
     spool = Spool(tmp_path, "claude-code", "S", "/w")
-    assert spool.add_prompt("first", "/w", "S") == []
+    assert spool.add_prompt("first", "/w", "S") == ([], 0)
     # the same prompt again (a continuation) is still one pending turn
-    assert spool.add_prompt("first", "/w", "S") == []
-    displaced = spool.add_prompt("second", "/w", "S")
+    assert spool.add_prompt("first", "/w", "S") == ([], 0)
+    displaced, _ = spool.add_prompt("second", "/w", "S")
     assert [t.text for t in displaced] == ["first"]
     # a concurrent taker in this process would see "first" as claimed by a live pid
     taken = spool.take_all()
@@ -275,6 +275,45 @@ def test_spool_releases_failed_turns_and_reclaims_dead_claims(tmp_path: Path) ->
     spool.path.write_text(json.dumps(state))
     stale = spool.take_all()
     assert [t.text for t in stale] == ["one"] and stale[0].stale
+
+
+def test_a_spool_keeps_every_turn_beyond_the_old_32_while_nothing_can_be_stored(
+        tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/w")
+    claimed = []
+    for i in range(45):
+        displaced, dropped = spool.add_prompt(f"turn {i}", "/w", "S")
+        assert dropped == 0
+        claimed += displaced
+        # the claimer died (deadline, busy database): nothing was stored
+        spool.finish([], [], failed=displaced)
+    pending = spool.take_all()
+    assert sorted(t.text for t in pending) == sorted(f"turn {i}" for i in range(45))
+
+
+def test_claimed_turns_are_never_dropped_and_a_full_spool_says_what_it_drops(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.hook import spool as spool_module
+
+    monkeypatch.setattr(spool_module, "MAX_PENDING", 5)
+    spool = Spool(tmp_path, "claude-code", "S", "/w")
+    spool.add_prompt("a", "/w", "S")
+    spool.add_prompt("b", "/w", "S")  # claims "a" for this (live) process
+    dropped_total = 0
+    for text in ("c", "d", "e", "f", "g"):
+        _, dropped = spool.add_prompt(text, "/w", "S")
+        dropped_total += dropped
+    state = json.loads(spool.path.read_text())
+    texts = [t["text"] for t in state["turns"]]
+    assert len(texts) <= 5 and "a" in texts  # the claimed turn survived the bound
+    assert dropped_total == 7 - len(texts) and texts[-1] == "g"
+
+
+def test_the_bind_hint_is_marked_once_per_session(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "qwen", "S", "/w")
+    assert spool.mark_hinted() is True
+    assert spool.mark_hinted() is False
+    assert Spool(tmp_path, "qwen", "other", "/w").mark_hinted() is True
 
 
 def test_spool_keys_sessions_apart_and_survives_a_corrupt_file(tmp_path: Path) -> None:

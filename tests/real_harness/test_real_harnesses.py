@@ -12,8 +12,7 @@ hooks install --harness NAME`, then one non-interactive run per directory:
   nothing.
 
 Known product gaps are strict xfails (they fail loudly once fixed): the
-config-directory variables the installer ignores, and Qwen's tool
-continuation re-injecting the hint.  Facts and evidence: docs/harnesses-real.md.
+config-directory variables the installer ignores.  Facts and evidence: docs/harnesses-real.md.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import pytest
 
 from dsh_mnemo.hook.inject import HINT_PREFIX
 from tests.conftest import configure, mnemo_executable
-from tests.hook.conftest import log_text
+from tests.hook.conftest import log_text, settle
 from tests.real_harness.fake_model import FakeModel, Recorded, ToolCall
 from tests.real_harness.harnesses import NAMES, SETUPS, HarnessSetup
 
@@ -69,6 +68,7 @@ def run_harness(setup: HarnessSetup, harness_bin: Path, model: FakeModel, cwd: P
         f"{setup.name} exited {done.returncode}\nstdout: {done.stdout[-2000:]}\n"
         f"stderr: {done.stderr[-2000:]}")
     assert model.reply in done.stdout, done.stdout[-2000:]
+    settle()  # hook workers store the turn in the background after answering
     return done
 
 
@@ -215,10 +215,6 @@ def test_qwen_tool_continuation_in_a_bound_repo(
     assert bank_user_rows(alpha) == [f"[USER] {PROMPT}"], explain(model, data_dir)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "PRODUCT FIX (Qwen continuation): Qwen 0.24.4 sends the continuation as "
-    '{"prompt": ""} without `submitted_prompt`; mnemo only recognises a continuation '
-    "by an empty `submitted_prompt`, so it answers with the bind hint again"))
 def test_qwen_tool_continuation_in_an_unbound_dir_hints_once(
         harness_bin: Path, qwen_reads_a_file: FakeModel, workspaces: tuple[Path, Path, Path],
         data_dir: Path) -> None:
