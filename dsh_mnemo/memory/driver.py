@@ -12,6 +12,7 @@ imported lazily and only after `config.apply_environment` has pointed
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -52,8 +53,29 @@ def instance(target: Target, base: Path | None = None) -> Mnemosyne:
 
             db_path.parent.mkdir(parents=True, exist_ok=True)
             memory = Mnemosyne(session_id=target.namespace, db_path=db_path)
+        disarm_trim(memory)
         _instances[key] = memory
     return memory
+
+
+def disarm_trim(memory: Mnemosyne) -> None:
+    """Stop upstream's working-memory trim from deleting rows through mnemo.
+
+    Every upstream write ends by deleting the session's unconsolidated rows
+    older than its TTL (and beyond its item cap).  mnemo consolidates what is
+    due before each write, but a row can still cross the TTL between that
+    check and upstream's trim (another process aging it, a clock change), and
+    the trim deletes it for good.  Consolidated rows are exempt from the trim
+    anyway, and mnemo keeps the unconsolidated backlog bounded itself
+    (`store.protect_before_write`), so through mnemo the trim only ever
+    destroys: it does not run.  Upstream's own tools still trim when they
+    write; `protect_pinned` and the due-check keep that from costing rows.
+    """
+    beam = getattr(memory, "beam", None)
+    if beam is None or not callable(getattr(beam, "_trim_working_memory", None)):
+        raise RuntimeError("mnemosyne's working-memory trim moved: re-check docs/upstream.md "
+                           "before using this mnemosyne release")
+    beam._trim_working_memory = lambda: None
 
 
 def reset_cache() -> None:
@@ -79,6 +101,26 @@ def remember(target: Target, text: str, *, source: str, importance: float,
         return memory.remember(text, source=source, importance=importance, scope=target.scope)
 
 
+def protect_pinned(target: Target, base: Path | None = None) -> int:
+    """Shield pinned rows from upstream's trim; how many were shielded.
+
+    Upstream's trim deletes every unconsolidated row past the TTL, pinned or
+    not, while its sleep never consolidates a pinned row.  Marking them
+    consolidated (with no summary claim, so sleep's orphan reclaim leaves
+    them alone) is what the trim spares; recall still finds them, verbatim.
+    """
+    from datetime import datetime
+
+    memory = instance(target, base)
+    with translate_sqlite_errors(target.db_path(base)):
+        cur = memory.conn.execute(
+            "UPDATE working_memory SET consolidated_at = ?, consolidation_claimed_at = NULL "
+            "WHERE session_id = ? AND pinned = 1 AND consolidated_at IS NULL",
+            (datetime.now().isoformat(), target.namespace))
+        memory.conn.commit()
+        return cur.rowcount
+
+
 def recall(target: Target, query: str, *, top_k: int, base: Path | None = None,
            **kwargs: Any) -> list[dict[str, Any]]:
     """Upstream's recall in `target`'s session (its rows plus scope-global rows)."""
@@ -95,15 +137,30 @@ def sleep(target: Target, *, dry_run: bool, force: bool,
         return dict(memory.sleep(dry_run=dry_run, force=force))
 
 
+# Tables that copy a memory's text or hang off it, by the column naming the
+# memory (upstream's extraction writes gists and facts for every memory).
+_CHILD_TABLES = (("annotations", "memory_id"), ("memory_embeddings", "memory_id"),
+                 ("memory_events", "memory_id"), ("memory_validations", "memory_id"),
+                 ("mnemo_vectors", "memory_id"))
+
+
 def delete(target: Target, memory_id: str, *, allow_global: bool,
            base: Path | None = None) -> dict[str, int]:
-    """Delete one row of `target`'s namespace (or a global row) from every tier."""
+    """Delete one row of `target`'s namespace (or a global row), and every copy of its text.
+
+    Besides the row in each tier: the gists, facts and consolidated facts
+    upstream extracted from it, its graph edges, annotations, events and
+    vectors.  With `secure_delete` the freed pages are overwritten, the
+    full-text indexes are merged so no stale entry keeps its words, and the
+    WAL is checkpointed: the text is gone from the files, not just unlinked.
+    """
     db_path = target.db_path(base)
     clause = "(session_id = ? OR scope = 'global')" if allow_global else "session_id = ?"
     memory = instance(target, base)
     deleted: dict[str, int] = {}
     with translate_sqlite_errors(db_path):
         conn = memory.conn
+        conn.execute("PRAGMA secure_delete = ON")
         before = count(conn, f"SELECT COUNT(*) FROM working_memory WHERE id = ? AND {clause}",
                        (memory_id, target.namespace))
         if before:
@@ -115,16 +172,71 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
         cur = conn.execute(f"DELETE FROM episodic_memory WHERE id = ? AND {clause}",
                            (memory_id, target.namespace))
         deleted["episodic_memory"] = cur.rowcount
-        if cur.rowcount:
-            conn.execute("DELETE FROM annotations WHERE memory_id = ?", (memory_id,))
-            conn.execute("DELETE FROM memory_embeddings WHERE memory_id = ?", (memory_id,))
-            if episode is not None:
-                _delete_episode_vector(conn, int(episode[0]))
+        if cur.rowcount and episode is not None:
+            _delete_episode_vector(conn, int(episode[0]))
         cur = conn.execute("DELETE FROM memories WHERE id = ? AND session_id = ?",
                            (memory_id, target.namespace))
         deleted["memories"] = cur.rowcount
+        if any(deleted.values()):
+            deleted.update(_delete_copies(conn, memory_id))
         conn.commit()
+        if any(deleted.values()):
+            _purge_freed_text(conn)
     return deleted
+
+
+def _delete_copies(conn: sqlite3.Connection, memory_id: str) -> dict[str, int]:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    deleted: dict[str, int] = {}
+
+    def run(table: str, sql: str, args: tuple[Any, ...]) -> None:
+        if table in tables:
+            deleted[table] = deleted.get(table, 0) + conn.execute(sql, args).rowcount
+
+    derived = [r[0] for r in conn.execute("SELECT id FROM gists WHERE memory_id = ?",
+                                          (memory_id,))] if "gists" in tables else []
+    if "facts" in tables:
+        derived += [r[0] for r in conn.execute("SELECT fact_id FROM facts WHERE "
+                                               "source_msg_id = ?", (memory_id,))]
+    for table, column in _CHILD_TABLES:
+        run(table, f'DELETE FROM "{table}" WHERE "{column}" = ?', (memory_id,))
+    run("gists", "DELETE FROM gists WHERE memory_id = ?", (memory_id,))
+    run("facts", "DELETE FROM facts WHERE source_msg_id = ?", (memory_id,))  # trigger: fts_facts
+    for item in derived:
+        run("graph_edges", "DELETE FROM graph_edges WHERE source = ? OR target = ?",
+            (item, item))
+    if "consolidated_facts" in tables:
+        # A consolidated fact lists the memories it came from: drop this one, and
+        # the fact itself once no other memory says it.
+        for row_id, sources in conn.execute(
+                "SELECT id, sources_json FROM consolidated_facts WHERE instr(sources_json, ?)",
+                (memory_id,)).fetchall():
+            try:
+                left = [s for s in json.loads(sources or "[]") if s != memory_id]
+            except ValueError:
+                left = []
+            if left:
+                conn.execute("UPDATE consolidated_facts SET sources_json = ? WHERE id = ?",
+                             (json.dumps(left), row_id))
+            else:
+                run("consolidated_facts", "DELETE FROM consolidated_facts WHERE id = ?",
+                    (row_id,))
+    return {k: v for k, v in deleted.items() if v}
+
+
+def _purge_freed_text(conn: sqlite3.Connection) -> None:
+    """Merge full-text indexes (dropping deleted entries) and checkpoint the WAL."""
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND "
+                                "sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'").fetchall():
+        try:
+            conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
+        except sqlite3.Error:
+            continue
+    conn.commit()
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        pass  # another connection holds the WAL; its next checkpoint overwrites it
 
 
 def _delete_episode_vector(conn: sqlite3.Connection, rowid: int) -> None:

@@ -15,6 +15,7 @@ Upstream itself is reached only through `driver`; bank reads go through
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,8 @@ class ForgetResult:
     id: str
     bank: str
     level: str
-    deleted: dict[str, int]
+    deleted: dict[str, int]  # per tier: working_memory, episodic_memory, memories
+    copies: dict[str, int] = field(default_factory=dict)  # extracted copies, edges, vectors
 
 
 def protect_before_write(target: Target, base: Path | None = None) -> int:
@@ -78,8 +80,16 @@ def protect_before_write(target: Target, base: Path | None = None) -> int:
             backlog = banks.count(conn, "SELECT COUNT(*) FROM working_memory WHERE "
                                   "session_id = ? AND consolidated_at IS NULL",
                                   (target.namespace,))
+            try:
+                pinned = banks.count(conn, "SELECT COUNT(*) FROM working_memory WHERE "
+                                     "session_id = ? AND pinned = 1 AND consolidated_at IS NULL",
+                                     (target.namespace,))
+            except sqlite3.OperationalError:
+                pinned = 0  # a schema from before upstream's pinned column
     finally:
         conn.close()
+    if pinned:
+        driver.protect_pinned(target, base)
     cap = banks.max_items() - 1
     if not due and backlog < cap:
         return 0
@@ -241,8 +251,11 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
                 and not _legacy_owned(db_path, target.namespace, memory_id):
             continue
         deleted = driver.delete(target, memory_id, allow_global=allow_global, base=base)
+        tiers = ("working_memory", "episodic_memory", "memories")
         return ForgetResult(id=memory_id, bank=target.bank,
-                            level="global" if allow_global else target.level, deleted=deleted)
+                            level="global" if allow_global else target.level,
+                            deleted={t: deleted.get(t, 0) for t in tiers},
+                            copies={t: n for t, n in deleted.items() if t not in tiers})
     if own is None:
         raise no_namespace
     raise RefusedError(

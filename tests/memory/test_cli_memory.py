@@ -401,7 +401,7 @@ def test_json_contracts(two, data_dir):
     assert slept["results"][0]["status"] == "consolidated"
 
     forgot = doc(mnemo("forget", remembered["id"], "--json", cwd=a.path))
-    assert set(forgot) == ENVELOPE | {"id", "bank", "level", "deleted"}
+    assert set(forgot) == ENVELOPE | {"id", "bank", "level", "deleted", "copies"}
     assert forgot["kind"] == "forget"
     assert set(forgot["deleted"]) == {"working_memory", "episodic_memory", "memories"}
 

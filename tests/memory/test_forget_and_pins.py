@@ -1,0 +1,87 @@
+"""Forget leaves no copy of the text on disk; pinned rows survive upstream's trim."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from dsh_mnemo.memory import store as storage
+from dsh_mnemo.memory import targets
+from dsh_mnemo.workspace.context import resolve_memory_context
+from tests.conftest import bind_repo, configure
+from tests.memory.conftest import age_rows, query
+
+SECRETISH = "Quintessa"
+TEXT = f"Zorblax the deployment codename is {SECRETISH} at Ferncliff datacenter"
+
+
+def raw_bytes(data_dir: Path) -> bytes:
+    """Every byte of every file under the data dir (databases, WAL, journals)."""
+    return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file())
+
+
+def test_forget_removes_every_copy_from_the_files(make_repo, data_dir: Path) -> None:
+    settings = configure()
+    repo = bind_repo(make_repo("app"))
+    ctx = resolve_memory_context(repo.path, None, settings)
+    keep = storage.remember(ctx, "We deploy with make release from the main branch").id
+    gone = storage.remember(ctx, TEXT).id
+    db = repo.db(data_dir)
+    # upstream copied the text into its extraction tables too
+    assert query(db, "SELECT COUNT(*) FROM gists WHERE memory_id = ?", gone)[0][0] == 1
+    assert query(db, "SELECT COUNT(*) FROM facts WHERE source_msg_id = ?", gone)[0][0] >= 1
+    assert SECRETISH.encode() in raw_bytes(data_dir)
+
+    result = storage.forget(ctx, gone)
+    assert result.deleted["working_memory"] == 1
+    assert {"gists", "facts"} <= set(result.copies)
+    for table, column in (("working_memory", "content"), ("gists", "text"),
+                          ("facts", "object"), ("consolidated_facts", "object"),
+                          ("fts_working", "content")):
+        assert not query(db, f"SELECT 1 FROM {table} WHERE {column} LIKE ?",
+                         f"%{SECRETISH}%"), table
+    from dsh_mnemo.memory import driver
+
+    driver.reset_cache()  # close upstream's connection, as the process end would
+    assert SECRETISH.encode() not in raw_bytes(data_dir)
+    assert SECRETISH.lower().encode() not in raw_bytes(data_dir)
+    # the other memory is untouched and still recalled
+    assert [m.id for m in storage.recall(ctx, "make release")] == [keep]
+
+
+def test_pinned_rows_survive_the_trim_of_a_later_write(make_repo, data_dir: Path) -> None:
+    settings = configure()
+    repo = bind_repo(make_repo("app"))
+    ctx = resolve_memory_context(repo.path, None, settings)
+    target = targets.write_target(ctx)
+    pinned = [storage.remember_at(target, f"pinned rule number {i}: ask before rm").id
+              for i in range(3)]
+    db = repo.db(data_dir)
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE working_memory SET pinned = 1 WHERE id IN ({','.join('?' * 3)})",
+                 pinned)
+    conn.commit()
+    conn.close()
+    age_rows(db, repo.namespace, hours=24 * 30, ids=pinned)  # far past the TTL
+
+    storage.remember_at(target, "a later write, which runs upstream's trim")
+    left = {r[0] for r in query(db, "SELECT id FROM working_memory WHERE pinned = 1")}
+    assert left == set(pinned)
+    found = {m.id for m in storage.recall(ctx, "pinned rule ask before rm", top_k=10)}
+    assert set(pinned) <= found
+
+
+def test_a_row_aged_past_the_ttl_after_the_guard_is_not_trimmed(make_repo, data_dir: Path
+                                                                 ) -> None:
+    """The guard consolidates what is due, but a row may cross the TTL right after it
+    (another process, a clock change): upstream's trim must not delete it then."""
+    from dsh_mnemo.memory import driver
+
+    settings = configure()
+    repo = bind_repo(make_repo("app"))
+    target = targets.write_target(resolve_memory_context(repo.path, None, settings))
+    first = storage.remember_at(target, "an early memory about the parser").id
+    age_rows(repo.db(data_dir), repo.namespace, hours=24 * 30, ids=[first])
+    # straight to upstream's write, as if the row aged between guard and write
+    driver.remember(target, "a later memory about the lexer", source="user", importance=0.5)
+    assert query(repo.db(data_dir), "SELECT id FROM working_memory WHERE id = ?", first)
