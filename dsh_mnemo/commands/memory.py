@@ -27,13 +27,21 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
              cwd: Path | None = None) -> Report:
     mode = "session" if scope == "session" else "workspace"
     ctx = _context(settings, cwd, session_id, mode)
-    result = store.remember(ctx, text, level=scope, source=source, importance=importance)
+    policy = settings["scrub.policy"]
+    result = store.remember(ctx, text, level=scope, source=source, importance=importance,
+                            scrub_policy=policy)
     if result.filtered:
         raise FilteredError(
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "
             "nothing was stored",
             hint="Rephrase it, or set write_filter to warn or off with `mnemo config set`.")
-    return Report("remember", result)
+    report = Report("remember", result)
+    if result.secrets and policy == "redact":
+        report.note(f"Redacted before storing: {', '.join(result.secrets)}.")
+    elif result.secrets:
+        report.warn(f"Stored with secrets in it (scrub.policy: {policy}): "
+                    f"{', '.join(result.secrets)}.")
+    return report
 
 
 @dataclass

@@ -56,14 +56,12 @@ class HookRun:
 
 # ─── Text preparation ──────────────────────────────────────────────────────
 
-_SURROGATE = None
-
-
 def clean_text(run: HookRun, text: str | None) -> str:
     """Injected context stripped and secrets scrubbed: safe to spool or store."""
     if not text:
         return ""
     from ..memory.scrub import scrub
+    from ..memory.text import without_surrogates
     from .strip import strip_injected
 
     stripped = strip_injected(without_surrogates(text))
@@ -75,17 +73,6 @@ def clean_text(run: HookRun, text: str | None) -> str:
         kinds = ", ".join(sorted(set(result.findings)))
         run.log(f"secrets stored as-is (scrub.policy: warn): {kinds}", level="warning")
     return result.text
-
-
-def without_surrogates(text: str) -> str:
-    """Lone surrogates (an emoji split by a harness, `\\ud83d` in JSON) as U+FFFD:
-    they cannot be encoded, so the spool and SQLite would refuse the turn."""
-    global _SURROGATE
-    if _SURROGATE is None:
-        import re
-
-        _SURROGATE = re.compile("[\ud800-\udfff]")
-    return _SURROGATE.sub("\ufffd", text)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -269,7 +256,8 @@ def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None
         if check_duplicate and already_stored(target, content, run.base):
             continue
         result = storage.remember_at(target, content, source=SOURCE,
-                                     importance=IMPORTANCE[role], base=run.base)
+                                     importance=IMPORTANCE[role], base=run.base,
+                                     scrub_policy=run.settings["scrub.policy"])
         if result.filtered:
             run.log(f"{role} text rejected by Mnemosyne's write filter", level="info")
         else:

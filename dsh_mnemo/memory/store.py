@@ -25,7 +25,9 @@ from ..errors import RefusedError, UnboundError
 from ..workspace.context import MemoryContext
 from . import banks, driver
 from .consolidate import consolidate
+from .scrub import scrub
 from .targets import GLOBAL_TARGET, Target, read_target, write_target
+from .text import without_surrogates
 
 
 @dataclass
@@ -50,6 +52,8 @@ class WriteResult:
     namespace: str
     level: str
     consolidated_first: int = 0  # rows consolidated by the no-loss guard
+    secrets: list[str] = field(default_factory=list)  # kinds found by the scrubber
+    scrub_policy: str = "redact"  # what was done about them
 
 
 @dataclass
@@ -101,24 +105,34 @@ def protect_before_write(target: Target, base: Path | None = None) -> int:
 
 def remember(ctx: MemoryContext, text: str, *, level: str | None = None,
              source: str = "user", importance: float = 0.5,
-             base: Path | None = None) -> WriteResult:
+             base: Path | None = None, scrub_policy: str = "redact") -> WriteResult:
     target = write_target(ctx, level)
-    return remember_at(target, text, source=source, importance=importance, base=base)
+    return remember_at(target, text, source=source, importance=importance, base=base,
+                       scrub_policy=scrub_policy)
 
 
 def remember_at(target: Target, text: str, *, source: str = "user", importance: float = 0.5,
-                base: Path | None = None) -> WriteResult:
+                base: Path | None = None, scrub_policy: str = "redact") -> WriteResult:
+    """Write one memory; the one write path every caller takes.
+
+    The text is scrubbed of secrets first (`scrub.policy`: `redact` replaces
+    them, `warn` keeps them and reports their kinds, `off`), so no secret
+    reaches the bank from `remember`, hooks, imports or MCP alike.
+    """
     if not text or not text.strip():
         raise RefusedError("nothing to remember: the text is empty")
     if "\x00" in text:
         raise RefusedError("the text contains NUL bytes; nothing was written")
     if not 0.0 <= importance <= 1.0:
         raise RefusedError(f"importance must be between 0 and 1, not {importance}")
+    scrubbed = scrub(without_surrogates(text), scrub_policy)
     consolidated = protect_before_write(target, base)
-    memory_id = driver.remember(target, text, source=source, importance=importance, base=base)
+    memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
+                                base=base)
     return WriteResult(id=memory_id, filtered=memory_id is None, bank=target.bank,
                        namespace=target.namespace, level=target.level,
-                       consolidated_first=consolidated)
+                       consolidated_first=consolidated,
+                       secrets=sorted(set(scrubbed.findings)), scrub_policy=scrub_policy)
 
 
 def _owned_ids(db_path: Path, namespace: str, ids: list[str], *,

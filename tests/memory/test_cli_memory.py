@@ -10,7 +10,7 @@ import pytest
 from dsh_mnemo import paths
 from dsh_mnemo.errors import ExitCode
 from dsh_mnemo.memory import consolidate, targets
-from tests.conftest import bind_repo
+from tests.conftest import bind_repo, configure
 from tests.memory.conftest import (
     age_rows,
     content_anywhere,
@@ -85,10 +85,24 @@ def test_invalid_utf8_on_stdin_is_refused(two, data_dir):
     assert working_count(a.db(data_dir)) == 0
 
 
+def test_a_secret_is_redacted_before_it_is_stored(two, data_dir):
+    a, _ = two
+    configure(write_filter="strict")
+    result = mnemo("remember", "deploy key AKIAIOSFODNN7EXAMPLE for the bucket", "--json",
+                   cwd=a.path)
+    assert result.exit_code == 0, result.output
+    stored = doc(result)
+    assert stored["secrets"] == ["aws-access-key"] and stored["scrub_policy"] == "redact"
+    assert content_anywhere(data_dir, "AKIAIOSFODNN7EXAMPLE") == []
+    assert content_anywhere(data_dir, "for the bucket")  # the rest of the memory is kept
+    human = mnemo("remember", "and the other one AKIAIOSFODNN7EXAMPLF too", cwd=a.path)
+    assert "Redacted before storing: aws-access-key" in human.stdout
+
+
 def test_secret_is_filtered_with_its_own_exit_code(two, data_dir, isolated_env):
     a, _ = two
-    (isolated_env / "config").mkdir(exist_ok=True)
-    (isolated_env / "config" / "config.yaml").write_text("write_filter: strict\n")
+    # With scrubbing off the secret reaches Mnemosyne's strict write filter.
+    configure(write_filter="strict", scrub__policy="off")
     secret = "deploy key AKIAIOSFODNN7EXAMPLE for the bucket"
     result = mnemo("remember", secret, cwd=a.path)
     assert result.exit_code == ExitCode.FILTERED
@@ -103,10 +117,10 @@ def test_secret_is_filtered_with_its_own_exit_code(two, data_dir, isolated_env):
 
 def test_write_filter_off_lets_the_same_text_through(two, data_dir, isolated_env):
     a, _ = two
-    (isolated_env / "config").mkdir(exist_ok=True)
-    (isolated_env / "config" / "config.yaml").write_text('write_filter: "off"\n')
+    configure(write_filter="off", scrub__policy="warn")
     result = mnemo("remember", "deploy key AKIAIOSFODNN7EXAMPLE for the bucket", cwd=a.path)
     assert result.exit_code == 0, result.output
+    assert "scrub.policy: warn" in result.stderr
     assert content_anywhere(data_dir, "AKIAIOSFODNN7EXAMPLE")
 
 
@@ -372,7 +386,7 @@ def test_json_contracts(two, data_dir):
     a, _ = two
     remembered = doc(mnemo("remember", "contracts are pinned by tests", "--json", cwd=a.path))
     assert set(remembered) == ENVELOPE | {"id", "filtered", "bank", "namespace", "level",
-                                          "consolidated_first"}
+                                          "consolidated_first", "secrets", "scrub_policy"}
     assert (remembered["schema_version"], remembered["kind"]) == (1, "remember")
     assert (remembered["filtered"], remembered["level"], remembered["bank"],
             remembered["namespace"], remembered["consolidated_first"]) == (
