@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import test from 'node:test'
@@ -13,6 +13,18 @@ import test from 'node:test'
 import { apply } from '../index.js'
 import { MockCtx, userMessage } from '../testing/mock-ctx.js'
 import { PACKAGE_DIR, setEnv, textOf, waitFor } from '../testing/util.js'
+
+
+/** True while a mnemo hook worker holds its file in DATA/hook-state/work (see hook/background.py). */
+function workersBusy (data) {
+  const folder = join(data, 'hook-state', 'work')
+  if (!existsSync(folder)) return false
+  return readdirSync(folder).some(name => {
+    const pid = Number(name.replace(/\.lock$/, ''))
+    if (!Number.isInteger(pid) || pid <= 0) return false
+    try { process.kill(pid, 0); return true } catch { return false }
+  })
+}
 
 const MNEMO = process.env.MNEMO_BIN ? resolve(process.env.MNEMO_BIN) : resolve(PACKAGE_DIR, '../../.venv/bin/mnemo')
 const skip = existsSync(MNEMO) ? false : `mnemo not found at ${MNEMO}; set MNEMO_BIN (or run scripts/bootstrap.sh)`
@@ -46,6 +58,10 @@ test('the plugin gives DSH sessions mnemo memory, end to end', { skip, timeout: 
   t.after(async () => {
     await ctx.dispose()
     restore()
+    // mnemo's hook workers store turns in the background after they answer;
+    // let them finish before their data dir goes away.
+    await waitFor(() => !workersBusy(join(root, 'data')), { timeoutMs: 60_000, intervalMs: 100,
+      what: "mnemo's background hook workers" })
     rmSync(root, { recursive: true, force: true })
   })
   // A loaded test machine can be slow to start Python: give hooks room.
@@ -107,8 +123,12 @@ test('the plugin gives DSH sessions mnemo memory, end to end', { skip, timeout: 
   })
 
   await t.test('stats and sleep report on this workspace', async () => {
-    const stats = await call('mnemosyne_stats', {})
-    assert.ok(stats.value.totals.working >= 2)
+    // both captured turns are stored by mnemo's background hook worker
+    const stats = await waitFor(async () => {
+      const s = await call('mnemosyne_stats', {})
+      return s.value.totals.working >= 3 ? s : null
+    }, { timeoutMs: 60_000, intervalMs: 250, what: 'the captured turns in the stats' })
+    assert.ok(stats.value.totals.working >= 3)
     assert.ok(stats.value.namespaces.some(n => n.level === 'workspace'))
     const sleep = await call('mnemosyne_sleep', { dry_run: true })
     assert.equal(sleep.value.dry_run, true)
