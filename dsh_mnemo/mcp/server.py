@@ -94,22 +94,18 @@ def _workspace_key(directory: Path, settings: Settings) -> str:
 def choose_directory(path: str | None, roots: list[Path], cwd: Path,
                      settings: Settings) -> Path:
     """The directory a call acts in: `path`, else the client's roots, else `cwd`."""
-    if roots:
+    given = Path(path.strip()).expanduser() if path is not None and path.strip() else None
+    if given is not None and given.is_absolute():
+        chosen = given
+    else:
         if len(roots) > 1 and len({_workspace_key(r, settings) for r in roots}) > 1:
             listed = ", ".join(str(r) for r in roots)
             raise RefusedError(
                 f"the client has {len(roots)} roots in different workspaces ({listed}); "
                 "nothing was read or written",
-                hint="Pass `path` to say which project this call is about.")
-        base = roots[0]
-    else:
-        base = cwd
-    if path is not None and path.strip():
-        chosen = Path(path.strip()).expanduser()
-        if not chosen.is_absolute():
-            chosen = base / chosen
-    else:
-        chosen = base
+                hint="Pass `path` (absolute) to say which project this call is about.")
+        base = roots[0] if roots else cwd
+        chosen = base / given if given is not None else base
     chosen = Path(os.path.normpath(chosen))
     if not chosen.is_dir():
         raise RefusedError(f"{chosen} is not an existing directory; nothing was read or written",
