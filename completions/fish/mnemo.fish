@@ -128,7 +128,7 @@ complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'import' -d 'Import past conversati
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hooks' -d 'Install, remove or check mnemo\'s hooks in a harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'migrate' -d 'Move rows of the default database (legacy DSH data) into workspace banks.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'config' -d 'Show, read and change settings (validated against the documented keys).'
-complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'mcp' -d 'Serve mnemo\'s tools over MCP (stdio), or add mnemo to an MCP client\'s config.'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'mcp' -d 'Serve mnemo\'s memory as MCP tools: `mnemo mcp` alone runs the stdio server (what MCP clients start); `mnemo mcp install` adds it to a client\'s config.'
 complete -c mnemo -n '__mnemo_in \'\'' -l 'data-dir' -r -F -d 'Data directory (index, banks, backups, logs).'
 complete -c mnemo -n '__mnemo_in \'\'' -l 'version' -d 'Show the version and exit.'
 complete -c mnemo -n '__mnemo_in \'\'' -s 'h' -l 'help' -d 'Show the help and exit.'

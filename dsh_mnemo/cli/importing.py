@@ -83,7 +83,8 @@ def _imported(report: Any) -> None:
                     out.print(f"  {escape(line)}")
     if report.skipped:
         out.print()
-        err.print(f"[yellow]Skipped {len(report.skipped)} sessions:[/]")
+        count = len(report.skipped)
+        err.print(f"[yellow]Skipped {count} session{'s' if count != 1 else ''}:[/]")
         for s in report.skipped[:10]:
             why = {"unbound": "directory not bound", "missing-directory":
                    "directory no longer exists", "no-directory": "no directory recorded"

@@ -17,7 +17,8 @@ ClientOpt = Annotated[str, typer.Option(
 
 mcp_app = typer.Typer(
     name="mcp", invoke_without_command=True,
-    help="Serve mnemo's tools over MCP (stdio), or add mnemo to an MCP client's config.")
+    help="Serve mnemo's memory as MCP tools: `mnemo mcp` alone runs the stdio server (what "
+    "MCP clients start); `mnemo mcp install` adds it to a client's config.")
 
 
 def register(app: typer.Typer) -> None:
