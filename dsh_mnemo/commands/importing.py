@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Settings
+from ..errors import RefusedError
 from ..importers.formats import EXPORT_SOURCES, HARNESS_SOURCES
 from ..importers.run import run_import
 from ..report import Progress, Report
@@ -14,7 +15,13 @@ def import_conversations(settings: Settings, sources: list[str] | None = None, *
                          write: bool = False, source_path: Path | None = None,
                          into: str | None = None,
                          progress: Progress | None = None) -> Report:
+    if source_path is not None and not sources:
+        raise RefusedError("--from reads one source: name it",
+                           hint="For example `mnemo import codex --from DIR`.")
     chosen = list(dict.fromkeys(sources or HARNESS_SOURCES))
+    if source_path is not None and len(chosen) > 1:
+        raise RefusedError("--from reads one source, not several",
+                           hint="Import each source on its own.")
     exports = [s for s in chosen if s in EXPORT_SOURCES]
     result = run_import(settings, chosen, dry_run=not write,
                         root=None if exports else source_path,

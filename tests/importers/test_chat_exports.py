@@ -121,6 +121,8 @@ def test_claude_ai_export_into_global_with_replies(tmp_path: Path, data_dir: Pat
     (("claude-ai", "--from", "{export}", "--into", "global"), "not a claude-ai export"),
     (("codex", "--into", "global"), "--into is only for chat exports"),
     (("chatgpt", "--into", "global"), "needs its file"),
+    (("--from", "{export}"), "name it"),
+    (("codex", "qwen", "--from", "{export}"), "not several"),
 ])
 def test_refusals(args: tuple[str, ...], message: str, make_repo, tmp_path: Path) -> None:
     export = tmp_path / "conversations.json"

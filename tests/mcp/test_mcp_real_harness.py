@@ -231,3 +231,26 @@ def test_gemini_cli_calls_remember_and_recall(harness_bin: Path, make_repo,  # n
         model.tool_call = ToolCall("mcp_mnemo_recall", {"query": "deploy rule"})
         run("gemini", harness_bin, model, alpha.path, "What is the deploy rule?", ["--yolo"])
         assert model.saw('"kind": "recall"') and model.saw("Gemini saw alpha's deploy rule")
+
+
+@pytest.mark.parametrize(("name", "expect"), [
+    ("claude-code", "✔ Connected"), ("codex", "enabled"), ("qwen", "Connected"),
+    ("gemini", "mnemo"),
+])
+def test_each_harness_loads_the_entry_mcp_install_wrote(
+        name: str, expect: str, harness_bin: Path, make_repo) -> None:  # noqa: F811
+    """`<cli> mcp list` shows mnemo's server from the config `mcp install` wrote
+    (Codex lists without starting servers; Gemini lists an untrusted folder's
+    servers as disabled)."""
+    home = Path(os.environ["HOME"])
+    repo = bind_repo(make_repo("alpha"))
+    setup = SETUPS[name]
+    setup.prepare(home, "http://127.0.0.1:9")
+    mnemo("mcp", "install", "--client", name, cwd=home)
+    exe = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}[name]
+    done = subprocess.run([str(harness_bin / exe), "mcp", "list"], cwd=repo.path, text=True,
+                          capture_output=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL,
+                          env=setup.env(home, harness_bin, "http://127.0.0.1:9"))
+    listing = done.stdout + done.stderr
+    line = next((ln for ln in listing.splitlines() if "mnemo" in ln and "mcp" in ln), "")
+    assert mnemo_executable() in line and expect in line, listing[-2000:]
