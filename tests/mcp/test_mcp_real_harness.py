@@ -12,10 +12,13 @@ sent back to the model, and the rows on disk).
   them directly, which is what a scripted model needs.
 - Gemini CLI 0.61.0: `remember` and `recall` in a bound repository
   (`mcp_mnemo_<tool>`, run with --yolo, as `-p` cannot ask for approval).
+- Qwen Code 0.24.4: the same through its `tool_call` tool (it defers MCP
+  tools; `tool_call` runs a deferred tool by name).
+- All four list the entry `mcp install` wrote (`<cli> mcp list`).
 
-Codex CLI 0.171 and Qwen Code 0.24 also load the server from the config
-`mcp install` writes, but always defer MCP tools behind their own
-`tool_search` tool, which the fake model does not drive (docs/mcp.md).
+Codex CLI 0.171 loads the server too, but only reaches MCP tools through
+its hosted `tool_search` flow, which the fake model does not speak
+(docs/mcp.md).
 """
 
 from __future__ import annotations
@@ -231,6 +234,27 @@ def test_gemini_cli_calls_remember_and_recall(harness_bin: Path, make_repo,  # n
         model.tool_call = ToolCall("mcp_mnemo_recall", {"query": "deploy rule"})
         run("gemini", harness_bin, model, alpha.path, "What is the deploy rule?", ["--yolo"])
         assert model.saw('"kind": "recall"') and model.saw("Gemini saw alpha's deploy rule")
+
+
+def test_qwen_code_calls_remember_and_recall_through_its_tool_call(
+        harness_bin: Path, make_repo, data_dir: Path) -> None:  # noqa: F811
+    """Qwen defers MCP tools; its own `tool_call` tool runs one by name."""
+    home = Path(os.environ["HOME"])
+    alpha = bind_repo(make_repo("alpha"))
+    setup = SETUPS["qwen"]
+    with FakeModel(reply=REPLY, tool_call=ToolCall("tool_call", {
+            "name": "mcp__mnemo__remember",
+            "arguments": {"text": "Qwen saw alpha's lint rule"}})) as model:
+        setup.prepare(home, model.url)
+        mnemo("mcp", "install", "--client", "qwen", cwd=home)
+        run("qwen", harness_bin, model, alpha.path, "Remember the lint rule.", ["--yolo"])
+        assert model.saw('"kind": "remember"')
+        assert workspace_rows(alpha, data_dir) == ["Qwen saw alpha's lint rule"]
+        model.clear()
+        model.tool_call = ToolCall("tool_call", {"name": "mcp__mnemo__recall",
+                                                 "arguments": {"query": "lint rule"}})
+        run("qwen", harness_bin, model, alpha.path, "What is the lint rule?", ["--yolo"])
+        assert model.saw('"kind": "recall"') and model.saw("Qwen saw alpha's lint rule")
 
 
 @pytest.mark.parametrize(("name", "expect"), [
