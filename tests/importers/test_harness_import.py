@@ -237,3 +237,24 @@ def test_gemini_project_must_match_the_recorded_hash(make_repo, home: Path,
     placed.path.write_text(text)
     marker.unlink()
     assert [t["target"] for t in run("gemini")["targets"]] == [str(alpha.path)]
+
+
+@pytest.mark.parametrize(("source", "variable", "folder", "moved_is_home"), [
+    ("codex", "CODEX_HOME", ".codex", False),
+    ("gemini", "GEMINI_CLI_HOME", ".gemini", True),
+    ("qwen", "QWEN_HOME", ".qwen", False),
+])
+def test_each_harness_config_dir_variable_moves_discovery(
+        source: str, variable: str, folder: str, moved_is_home: bool, make_repo, home: Path,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    place(source, home, alpha.path, prompt=f"Found through {variable}")
+    moved = tmp_path / "moved"
+    if moved_is_home:  # GEMINI_CLI_HOME names a home that holds .gemini
+        moved.mkdir()
+        (home / folder).rename(moved / folder)
+    else:
+        (home / folder).rename(moved)
+    assert run(source)["rows_new"] == 0
+    monkeypatch.setenv(variable, str(moved))
+    assert run(source)["targets"][0]["first_lines"] == [f"[USER] Found through {variable}"]
