@@ -44,7 +44,7 @@ from pydantic import Field
 
 from .. import __version__, paths
 from ..config import Settings, apply_environment, load_settings
-from ..errors import ExitCode, MnemoError, RefusedError, UnboundError
+from ..errors import MnemoError, RefusedError, UnboundError
 from ..report import Report
 
 SCHEMA_VERSION = 1  # the version of docs/json.md the documents follow
@@ -398,4 +398,4 @@ def serve() -> None:
     build_server().run()
 
 
-__all__ = ["build_server", "choose_directory", "serve", "ExitCode"]
+__all__ = ["build_server", "choose_directory", "serve"]
