@@ -58,6 +58,14 @@ EXAMPLES: tuple[Example, ...] = (
     Example("mnemo hooks status --harness claude-code",
             "Check that the hooks are in place and run an existing mnemo."),
     Example("mnemo workspaces", "List bound workspaces and orphaned namespaces."),
+    Example("mnemo mcp install --client claude-code", "Add mnemo's MCP server to Claude "
+            "Code's config (also codex, gemini, qwen, cursor, claude-desktop; backup first; "
+            "idempotent)."),
+    Example("mnemo import", "Show what past Claude Code, Codex, Gemini CLI and Qwen Code "
+            "sessions would import into each workspace (a dry run)."),
+    Example("mnemo import --write", "Import them; a second run imports nothing new."),
+    Example("mnemo import chatgpt --from ~/Downloads/chatgpt-export.zip --into global --write",
+            "Import a ChatGPT export into global memory."),
     Example("mnemo adopt NAMESPACE", "Pin an orphaned namespace that `mnemo workspaces` lists "
             "to this directory, moving its rows into the workspace's bank."),
     Example("mnemo rebind --from ~/old/checkout", "Point this directory at the memory of "
@@ -91,6 +99,10 @@ FILES: tuple[tuple[str, str], ...] = (
     ("DATA/logs/hook.log", "One line per hook failure (hooks fail open and never print "
      "errors into the harness)."),
     ("DATA/locks/", "Inter-process locks."),
+    ("DATA/imports/ledger.db", "What mnemo import has imported (one digest per turn), so a "
+     "re-run imports nothing twice and a forgotten row stays forgotten."),
+    ("DATA/backups/mcp/", "Copies of MCP client configs taken before mnemo mcp install or "
+     "uninstall changed them."),
     ("DATA/spool/", "Prompts waiting for their turn end: one small JSON file per harness "
      "session."),
     ("DATA/hooks/mnemo-hook.sh", "The wrapper every harness's hook entry runs; written by "
@@ -132,6 +144,17 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("GEMINI_SESSION_ID", "Read by mnemo hook (Gemini CLI)."),
     ("QWEN_PROJECT_DIR", "Read by mnemo hook (Qwen Code)."),
     ("CURSOR_PROJECT_DIR", "Read by mnemo hook (Cursor)."),
+    ("CLAUDE_CONFIG_DIR", "Read by mnemo mcp install and mnemo import: Claude Code's config "
+     "directory (default ~/.claude; its MCP servers are in .claude.json there, else "
+     "~/.claude.json)."),
+    ("CODEX_HOME", "Read by mnemo mcp install and mnemo import: Codex's config directory "
+     "(default ~/.codex)."),
+    ("GEMINI_CLI_HOME", "Read by mnemo mcp install and mnemo import: the home holding "
+     "Gemini CLI's .gemini directory (default ~)."),
+    ("QWEN_HOME", "Read by mnemo mcp install and mnemo import: Qwen Code's config directory "
+     "(default ~/.qwen)."),
+    ("QWEN_RUNTIME_DIR", "Read by mnemo import: where Qwen Code may keep session data too."),
+    ("APPDATA", "Read by mnemo mcp install on Windows: where Claude Desktop keeps its config."),
     ("MNEMO_BIN", "Read by the hook wrapper DATA/hooks/mnemo-hook.sh: the mnemo executable "
      "to run (default: the one that installed the hooks, else mnemo on PATH)."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "

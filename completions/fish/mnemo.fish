@@ -4,13 +4,15 @@
 function __mnemo_subcommands
     switch $argv[1]
         case ''
-            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor hooks migrate config
+            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor import hooks migrate config mcp
         case 'hooks'
             echo install uninstall status
         case 'migrate'
             echo plan run revert
         case 'config'
             echo show get set unset path
+        case 'mcp'
+            echo install uninstall status
     end
 end
 
@@ -36,6 +38,8 @@ function __mnemo_value_options
             echo --session
         case 'hook'
             echo --harness
+        case 'import'
+            echo --from --into
         case 'hooks install'
             echo --harness --project
         case 'hooks uninstall'
@@ -50,6 +54,12 @@ function __mnemo_value_options
             echo --session --to
         case 'migrate revert'
             echo --journal
+        case 'mcp install'
+            echo --client
+        case 'mcp uninstall'
+            echo --client
+        case 'mcp status'
+            echo --client
     end
 end
 
@@ -117,9 +127,11 @@ complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'sleep' -d 'Consolidate due memorie
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'reindex' -d 'Give every memory a vector for semantic recall (idempotent; resumes where it stopped).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hook' -d 'Run by harnesses: read the event JSON on stdin, answer in the harness\'s format.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'doctor' -d 'Check mnemo\'s installation, data and hooks; say how to fix each problem.'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'import' -d 'Import past conversations into the workspace of each session\'s directory.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hooks' -d 'Install, remove or check mnemo\'s hooks in a harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'migrate' -d 'Move rows of the default database (legacy DSH data) into workspace banks.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'config' -d 'Show, read and change settings (validated against the documented keys).'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'mcp' -d 'Serve mnemo\'s memory as MCP tools: `mnemo mcp` alone runs the stdio server (what MCP clients start); `mnemo mcp install` adds it to a client\'s config.'
 complete -c mnemo -n '__mnemo_in \'\'' -l 'data-dir' -r -F -d 'Data directory (index, banks, backups, logs).'
 complete -c mnemo -n '__mnemo_in \'\'' -l 'version' -d 'Show the version and exit.'
 complete -c mnemo -n '__mnemo_in \'\'' -s 'h' -l 'help' -d 'Show the help and exit.'
@@ -174,6 +186,12 @@ complete -c mnemo -n '__mnemo_arg \'hook\' 0' -a 'prompt turn-end session-end'
 complete -c mnemo -n '__mnemo_in \'doctor\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'doctor\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'doctor\' 0' -F
+complete -c mnemo -n '__mnemo_in \'import\'' -l 'from' -r -F -d 'Read this file or directory instead of the harness\'s own (required for a chat export: its conversations.json, folder or .zip).'
+complete -c mnemo -n '__mnemo_in \'import\'' -l 'into' -x -d 'Where a chat export goes: a directory in a bound workspace, or global.'
+complete -c mnemo -n '__mnemo_in \'import\'' -l 'write' -d 'Import for real (without it: a dry run that writes nothing).'
+complete -c mnemo -n '__mnemo_in \'import\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'import\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_arg \'import\' 0' -a 'claude-code codex gemini qwen chatgpt claude-ai'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'install' -d 'Merge mnemo\'s hooks into the harness\'s config (backed up first; idempotent).'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'uninstall' -d 'Remove mnemo\'s hooks (and nothing else) from the harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'status' -d 'Is mnemo installed in the harness\'s config, and does it reach a working mnemo?'
@@ -248,3 +266,16 @@ complete -c mnemo -n '__mnemo_in \'config unset\'' -s 'h' -l 'help' -d 'Show the
 complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config path\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config path\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_arg \'mcp\' 0' -a 'install' -d 'Add mnemo\'s server to the client\'s MCP config (backed up first; idempotent).'
+complete -c mnemo -n '__mnemo_arg \'mcp\' 0' -a 'uninstall' -d 'Remove mnemo\'s server (and nothing else) from the client\'s MCP config.'
+complete -c mnemo -n '__mnemo_arg \'mcp\' 0' -a 'status' -d 'Is mnemo\'s MCP server in the client\'s config, and does it run an existing mnemo?'
+complete -c mnemo -n '__mnemo_in \'mcp\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'mcp install\'' -l 'client' -x -d 'The MCP client: claude-code, codex, gemini, qwen, cursor, claude-desktop.'
+complete -c mnemo -n '__mnemo_in \'mcp install\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'mcp install\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'mcp uninstall\'' -l 'client' -x -d 'The MCP client: claude-code, codex, gemini, qwen, cursor, claude-desktop.'
+complete -c mnemo -n '__mnemo_in \'mcp uninstall\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'mcp uninstall\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'mcp status\'' -l 'client' -x -d 'The MCP client: claude-code, codex, gemini, qwen, cursor, claude-desktop.'
+complete -c mnemo -n '__mnemo_in \'mcp status\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'mcp status\'' -s 'h' -l 'help' -d 'Show the help and exit.'

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import config, doctor, hooks, memory, migrate, workspace
+from . import config, doctor, hooks, importing, mcp, memory, migrate, workspace
 
 app = typer.Typer(
     name="mnemo",
@@ -46,3 +46,5 @@ hooks.register(app)
 migrate.register(app)
 config.register(app)
 doctor.register(app)
+mcp.register(app)
+importing.register(app)

@@ -27,10 +27,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workspace", ("dsh_mnemo.workspace.*",)),
     ("memory", ("dsh_mnemo.memory.*",)),
     ("harness installer", ("dsh_mnemo.harnesses.*",)),
+    ("mcp client config", ("dsh_mnemo.mcp", "dsh_mnemo.mcp.clients")),
     ("hook runtime", ("dsh_mnemo.hook.*",)),
     ("migration", ("dsh_mnemo.migrate.*",)),
+    ("importers", ("dsh_mnemo.importers.*",)),
     ("doctor", ("dsh_mnemo.doctor",)),
     ("commands", ("dsh_mnemo.commands.*",)),
+    ("mcp server", ("dsh_mnemo.mcp.*",)),
     ("cli", ("dsh_mnemo.cli.*", "dsh_mnemo.__main__")),
 )
 

@@ -35,7 +35,8 @@ class Case:
     cwd: str = "tmp"  # "repo" (bound, one memory), "fresh"/"unbound" (new git repos), "tmp"
     exit_codes: tuple[int, ...] = (0,)
     label: str = ""
-    seed: str | None = None  # "legacy": DSH-era rows in the default database
+    seed: str | None = None  # "legacy": DSH-era rows in the default database;
+    # "transcripts": a Claude Code session in the bound repo, one in an unbound one
     before: tuple[tuple[str, ...], ...] = ()  # commands run first, in the same directory
 
     @property
@@ -76,6 +77,14 @@ CASES: tuple[Case, ...] = (
     Case("hooks-status", ("hooks", "status", "--harness", "claude-code", "--json")),
     Case("hooks-status", ("hooks", "status", "--harness", "generic", "--json")),
     Case("hooks-uninstall", ("hooks", "uninstall", "--harness", "gemini", "--json")),
+    Case("mcp-install", ("mcp", "install", "--client", "codex", "--json")),
+    Case("mcp-install", ("mcp", "install", "--client", "claude-code", "--json")),
+    Case("mcp-status", ("mcp", "status", "--client", "gemini", "--json")),
+    Case("mcp-uninstall", ("mcp", "uninstall", "--client", "cursor", "--json"),
+         before=(("mcp", "install", "--client", "cursor"),)),
+    Case("import", ("import", "--json"), cwd="repo", seed="transcripts"),
+    Case("import", ("import", "--write", "--json"), cwd="repo", seed="transcripts",
+         label="import --write"),
     Case("migrate-plan", ("migrate", "plan", "--json"), cwd="repo"),
     Case("migrate-plan", ("migrate", "plan", "--legacy-dsh", "--json"), cwd="repo",
          seed="legacy", label="migrate plan --legacy-dsh (rows pending)"),
@@ -130,6 +139,13 @@ class World:
 
         write_rows(self.data / "mnemosyne.db", "dsh_s1", "legacy", count=2, scratch=False)
 
+    def seed_transcripts(self) -> None:
+        from tests.importers.conftest import place
+
+        home = self.tmp / "home"
+        place("claude-code", home, self.repo, prompt="We release on Fridays")
+        place("codex", home, self._make_repo("unbound-history"), prompt="Elsewhere")
+
     @property
     def orphan(self) -> str:
         """A DSH-era workspace namespace with rows but no index entry."""
@@ -172,6 +188,8 @@ def test_json_output_matches_its_documented_contract(case: Case, world: World, c
     where = world.directory(case.cwd)
     if case.seed == "legacy":
         world.seed_legacy()
+    elif case.seed == "transcripts":
+        world.seed_transcripts()
     argv = [a.format_map(world) for a in case.argv]
     monkeypatch.chdir(where)
     for before in case.before:

@@ -42,6 +42,9 @@ ARGS = {
     ("hooks", "install"): ["--harness", "claude-code"],
     ("hooks", "uninstall"): ["--harness", "claude-code"],
     ("hooks", "status"): ["--harness", "claude-code"],
+    ("mcp", "install"): ["--client", "claude-code"],
+    ("mcp", "uninstall"): ["--client", "claude-code"],
+    ("mcp", "status"): ["--client", "claude-code"],
     ("migrate", "run"): ["--yes"],
     ("migrate", "revert"): ["--yes"],
 }

@@ -1,0 +1,489 @@
+"""Plan and run an import: sessions → targets → cleaned, de-duplicated rows.
+
+Where a session goes:
+- a harness transcript goes to the workspace of its recorded directory,
+  resolved by `resolve_memory_context` with `auto_write_scope` and the
+  session's id, exactly as turn capture would have; a session whose
+  directory is unbound, missing or unrecorded is reported and skipped;
+- a chat export goes only where the user named it (`--into PATH|global`).
+
+What is written is what turn capture writes: the harness's injected blocks
+stripped (`hook.strip.strip_injected`), secrets scrubbed per `scrub.policy`,
+`[USER] …` (and `[ASSISTANT] …` when `capture.roles` has it) cut to
+`capture.user_limit`/`capture.assistant_limit`, source `conversation`, the
+capture importances.
+
+Upstream's write path stamps every row with the current time and its
+trim deletes unconsolidated rows older than the TTL at the next write, so
+rows are written through `memory.store.remember_at` (write filter,
+embeddings, full-text index and the no-loss guard all apply) and then,
+batch by batch, given their original time in one UPDATE per row that also
+marks every row older than sleep's cutoff (TTL/2) consolidated: such a row
+is exempt from the trim from the moment it is old, and sleep does not fold
+years of history into summaries of a single batch.  Rows younger than the
+cutoff stay unconsolidated, as a captured turn would, and are consolidated
+when they become due.  There is never a moment at which an imported row is
+both old and unconsolidated.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import paths
+from ..errors import RefusedError
+from ..report import Progress
+from . import formats
+from .discover import Found, harness_files
+from .ledger import Ledger, digest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
+    from ..memory.targets import Target
+
+FIRST_LINES = 3
+BATCH = 100
+
+
+# ─── Results ───────────────────────────────────────────────────────────────
+
+@dataclass
+class SourceSummary:
+    source: str
+    files: int = 0
+    sessions: int = 0
+    turns: int = 0
+    unknown_records: int = 0
+    unreadable_files: int = 0
+
+
+@dataclass
+class TargetSummary:
+    target: str  # the workspace root, or "global"
+    display_name: str | None
+    bank: str
+    namespace: str
+    level: str  # "workspace" | "session" | "global"
+    sessions: int = 0
+    turns: int = 0
+    rows_new: int = 0  # rows this import writes (or would write)
+    rows_already: int = 0  # imported before, or the namespace holds the text already
+    rows_written: int = 0
+    rows_filtered: int = 0  # rejected by Mnemosyne's write filter
+    rows_consolidated: int = 0  # written as already consolidated (older than TTL/2)
+    first_lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SkippedSession:
+    source: str
+    session_id: str
+    path: str
+    cwd: str | None
+    reason: str  # "unbound" | "missing-directory" | "no-directory"
+    turns: int
+    hint: str | None = None
+
+
+@dataclass
+class ImportReport:
+    dry_run: bool
+    sources: list[SourceSummary]
+    targets: list[TargetSummary]
+    skipped: list[SkippedSession]
+    rows_new: int = 0
+    rows_written: int = 0
+    rows_already: int = 0
+    rows_filtered: int = 0
+    ledger_path: str = ""
+
+
+@dataclass
+class _Row:
+    digest: str
+    source: str
+    session: str
+    turn: int
+    role: str
+    content: str
+    importance: float
+    timestamp: str | None  # naive local ISO time, as upstream writes, or None
+
+
+@dataclass
+class _Plan:
+    summary: TargetSummary
+    target: Target
+    rows: list[_Row] = field(default_factory=list)  # new rows, in order
+    already: list[_Row] = field(default_factory=list)
+    sessions: set[tuple[str, str]] = field(default_factory=set)
+
+
+# ─── Reading ───────────────────────────────────────────────────────────────
+
+def read_sources(sources: list[str], *, root: Path | None = None,
+                 export: Path | None = None, progress: Progress | None = None
+                 ) -> tuple[list[SourceSummary], list[formats.Session]]:
+    """Every session of the given sources (harness sources found under their
+    config dirs, or under `root`; chat exports read from `export`)."""
+    summaries: list[SourceSummary] = []
+    sessions: list[formats.Session] = []
+    found: list[Found] = []
+    for source in sources:
+        summaries.append(SourceSummary(source))
+        if source in formats.HARNESS_SOURCES:
+            found += harness_files(source, root)
+    by_source = {s.source: s for s in summaries}
+    for done, item in enumerate(found):
+        if progress:
+            progress("read", done, len(found))
+        summary = by_source[item.source]
+        summary.files += 1
+        result = _read_one(item)
+        _count(summary, result)
+        sessions += result.sessions
+    if progress and found:
+        progress("read", len(found), len(found))
+    exports = [s for s in sources if s in formats.EXPORT_SOURCES]
+    if exports:
+        if export is None:
+            raise RefusedError("a chat export needs its file",
+                               hint="Pass the export's conversations.json (or its .zip).")
+        document, error = formats.load_export(export)
+        kind = formats.export_kind(document) if error is None else None
+        for source in exports:
+            summary = by_source[source]
+            summary.files += 1
+            if error is not None:
+                summary.unreadable_files += 1
+                continue
+            if kind != source:
+                raise RefusedError(
+                    f"{export} is not a {source} export"
+                    + (f" (it looks like a {kind} export)" if kind else ""),
+                    hint="Use --source chatgpt for a ChatGPT export and --source claude-ai "
+                         "for a Claude.ai export.")
+            reader = formats.read_chatgpt if source == "chatgpt" else formats.read_claude_ai
+            result = reader(export, document)
+            _count(summary, result)
+            sessions += result.sessions
+    return summaries, sessions
+
+
+def _read_one(item: Found) -> formats.FileResult:
+    if item.source == "claude-code":
+        return formats.read_claude_code(item.path)
+    if item.source == "codex":
+        return formats.read_codex(item.path)
+    if item.source == "gemini":
+        return formats.read_gemini(item.path, cwd=item.cwd, note=item.note)
+    return formats.read_qwen(item.path)
+
+
+def _count(summary: SourceSummary, result: formats.FileResult) -> None:
+    if result.error:
+        summary.unreadable_files += 1
+    summary.unknown_records += result.unknown + sum(s.unknown for s in result.sessions)
+    summary.sessions += len(result.sessions)
+    summary.turns += sum(len(s.turns) for s in result.sessions)
+
+
+# ─── Cleaning: exactly what turn capture stores ────────────────────────────
+
+class Cleaner:
+    def __init__(self, settings: Settings) -> None:
+        from ..hook.handlers import IMPORTANCE, ROLE_PREFIX
+
+        self.roles = [r for r in ("user", "assistant") if r in settings["capture.roles"]]
+        self.limits = {"user": int(settings["capture.user_limit"]),
+                       "assistant": int(settings["capture.assistant_limit"])}
+        self.policy = settings["scrub.policy"]
+        self.prefix = ROLE_PREFIX
+        self.importance = IMPORTANCE
+        self.secrets_kept = 0  # turns stored with secrets (scrub.policy: warn)
+
+    def __call__(self, role: str, text: str | None) -> str:
+        from ..hook.handlers import truncate
+        from ..hook.strip import strip_injected
+        from ..memory.scrub import scrub
+
+        if not text:
+            return ""
+        stripped = strip_injected(text)
+        if not stripped:
+            return ""
+        result = scrub(stripped, self.policy)
+        if result.found and self.policy == "warn":
+            self.secrets_kept += 1
+        body = truncate(result.text, self.limits[role])
+        return f"{self.prefix[role]}{body}" if body else ""
+
+
+def local_time(value: str | float | int | None) -> str | None:
+    """An original timestamp as upstream stores times: naive local ISO-8601."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, (int, float)):
+            moment = datetime.fromtimestamp(float(value), tz=timezone.utc)
+        else:
+            text = value.strip().replace("Z", "+00:00")
+            if "." in text:  # Python 3.10 takes at most six fractional digits
+                head, _, rest = text.partition(".")
+                digits = "".join(c for c in rest if c.isdigit())
+                zone = rest[len(digits):]
+                text = f"{head}.{(digits + '000000')[:6]}{zone}"
+            moment = datetime.fromisoformat(text)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+    local = moment.astimezone().replace(tzinfo=None)
+    return local.isoformat() if local <= datetime.now() else None
+
+
+# ─── Targets ───────────────────────────────────────────────────────────────
+
+def _harness_target(session: formats.Session, settings: Settings, *, register: bool
+                    ) -> tuple[Target | None, Any, SkippedSession | None]:
+    from ..memory.targets import write_target
+    from ..workspace.context import resolve_memory_context
+
+    def skipped(reason: str, hint: str | None = None) -> SkippedSession:
+        return SkippedSession(session.source, session.session_id, session.path, session.cwd,
+                              reason, len(session.turns), hint)
+
+    if not session.cwd:
+        return None, None, skipped("no-directory", session.note)
+    if not Path(session.cwd).is_absolute() or not Path(session.cwd).is_dir():
+        return None, None, skipped("missing-directory")
+    ctx = resolve_memory_context(session.cwd, session.session_id, settings,
+                                 mode=settings.auto_write_scope, register=register)
+    if ctx.workspace is None:
+        return None, None, skipped("unbound", f"run `mnemo bind` in {ctx.hint_root or session.cwd}")
+    return write_target(ctx), ctx, None
+
+
+def into_target(into: str, settings: Settings, *, register: bool) -> tuple[Target, Any]:
+    """`--into global`, or the workspace of the directory `--into PATH` names."""
+    from ..errors import UnboundError
+    from ..memory.targets import GLOBAL_TARGET, write_target
+    from ..workspace.context import resolve_memory_context
+
+    if into == "global":
+        return GLOBAL_TARGET, None
+    directory = Path(into).expanduser()
+    if not directory.is_dir():
+        raise RefusedError(f"--into {into}: not an existing directory",
+                           hint="Name a directory inside a bound workspace, or `global`.")
+    ctx = resolve_memory_context(directory.absolute(), None, settings, mode="workspace",
+                                 register=register)
+    if ctx.workspace is None:
+        raise UnboundError(f"--into {into}: this directory is not in a bound workspace; "
+                           "nothing was imported",
+                           hint=f"Run `mnemo bind` in {ctx.hint_root or directory}, or use "
+                                "--into global.")
+    return write_target(ctx, "workspace"), ctx
+
+
+def _present(target: Target, contents: list[str], base: Path | None) -> set[str]:
+    """The subset of `contents` the namespace already holds (working memory)."""
+    from ..memory.banks import connect_readonly
+
+    conn = connect_readonly(target.db_path(base))
+    if conn is None or not contents:
+        return set()
+    found: set[str] = set()
+    try:
+        for start in range(0, len(contents), 400):
+            chunk = contents[start:start + 400]
+            marks = ",".join("?" * len(chunk))
+            try:
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT content FROM working_memory WHERE session_id = ? "
+                    f"AND content IN ({marks})", (target.namespace, *chunk)))
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+    finally:
+        conn.close()
+    return found
+
+
+def plan(sessions: list[formats.Session], settings: Settings, *, into: str | None = None,
+         register: bool = False, base: Path | None = None,
+         ledger: Ledger | None = None) -> tuple[list[_Plan], list[SkippedSession]]:
+    cleaner = Cleaner(settings)
+    ledger = ledger or Ledger(base)
+    plans: OrderedDict[tuple[str, str], _Plan] = OrderedDict()
+    skipped: list[SkippedSession] = []
+    fixed = into_target(into, settings, register=register) if into else None
+    for session in sessions:
+        if fixed is not None:
+            target, ctx = fixed
+        else:
+            target, ctx, skip = _harness_target(session, settings, register=register)
+            if skip is not None:
+                skipped.append(skip)
+                continue
+        assert target is not None
+        key = (target.bank, target.namespace)
+        if key not in plans:
+            label = ctx.workspace.lastSeenPath if ctx is not None and ctx.workspace \
+                else "global"
+            name = ctx.workspace.displayName if ctx is not None and ctx.workspace else None
+            plans[key] = _Plan(TargetSummary(label, name, target.bank, target.namespace,
+                                             target.level), target)
+        entry = plans[key]
+        entry.sessions.add((session.source, session.session_id))
+        for turn in session.turns:
+            entry.summary.turns += 1
+            for role, text in (("user", turn.user), ("assistant", turn.reply)):
+                if role not in cleaner.roles:
+                    continue
+                content = cleaner(role, text)
+                if not content:
+                    continue
+                entry.rows.append(_Row(
+                    digest(target.bank, target.namespace, session.source, session.session_id,
+                           turn.index, role, content),
+                    session.source, session.session_id, turn.index, role, content,
+                    cleaner.importance[role], local_time(turn.timestamp)))
+    for entry in plans.values():
+        entry.summary.sessions = len(entry.sessions)
+        _split_new(entry, ledger, base)
+    return list(plans.values()), skipped
+
+
+def _split_new(entry: _Plan, ledger: Ledger, base: Path | None) -> None:
+    """Keep only rows not imported before, whose text the namespace lacks, once each."""
+    known = ledger.has([r.digest for r in entry.rows])
+    present = _present(entry.target, [r.content for r in entry.rows if r.digest not in known],
+                       base)
+    new: list[_Row] = []
+    seen: set[str] = set()
+    for row in entry.rows:
+        if row.digest in known or row.content in present or row.content in seen:
+            entry.already.append(row)
+            continue
+        seen.add(row.content)
+        new.append(row)
+    entry.rows = new
+    entry.summary.rows_new = len(new)
+    entry.summary.rows_already = len(entry.already)
+    entry.summary.first_lines = [r.content.splitlines()[0][:160] for r in new[:FIRST_LINES]]
+
+
+# ─── Writing ───────────────────────────────────────────────────────────────
+
+def settle(target: Target, written: list[tuple[str, str]], base: Path | None) -> int:
+    """Give written rows their original time; mark those older than sleep's cutoff
+    consolidated (exempt from the trim).  Returns the rows marked consolidated."""
+    from ..memory.banks import BUSY_TIMEOUT_SECONDS, sleep_cutoff, translate_sqlite_errors
+
+    if not written:
+        return 0
+    cutoff = sleep_cutoff()
+    now = datetime.now().isoformat()
+    marked = 0
+    db_path = target.db_path(base)
+    with translate_sqlite_errors(db_path):
+        conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_SECONDS)
+        try:
+            with conn:
+                for memory_id, stamp in written:
+                    old = stamp < cutoff
+                    conn.execute(
+                        "UPDATE working_memory SET timestamp = ?, consolidated_at = CASE "
+                        "WHEN ? THEN COALESCE(consolidated_at, ?) ELSE consolidated_at END "
+                        "WHERE id = ? AND session_id = ?",
+                        (stamp, old, now, memory_id, target.namespace))
+                    conn.execute("UPDATE memories SET timestamp = ? WHERE id = ? AND "
+                                 "session_id = ?", (stamp, memory_id, target.namespace))
+                    marked += old
+        finally:
+            conn.close()
+    return marked
+
+
+def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | None = None,
+            progress: Progress | None = None) -> None:
+    from ..memory.store import remember_at
+
+    ledger = ledger or Ledger(base)
+    total = sum(len(p.rows) for p in plans)
+    done = 0
+    for entry in plans:
+        summary, target = entry.summary, entry.target
+        # Rows found already present are recorded too, so the next run skips them cheaply.
+        ledger.record([(r.digest, target.bank, target.namespace, r.source, r.session,
+                        r.turn, r.role, None) for r in entry.already])
+        for start in range(0, len(entry.rows), BATCH):
+            batch = entry.rows[start:start + BATCH]
+            written: list[tuple[str, str]] = []
+            recorded = []
+            for row in batch:
+                result = remember_at(target, row.content, source="conversation",
+                                     importance=row.importance, base=base)
+                if result.filtered:
+                    summary.rows_filtered += 1
+                else:
+                    summary.rows_written += 1
+                    if row.timestamp:
+                        written.append((str(result.id), row.timestamp))
+                recorded.append((row.digest, target.bank, target.namespace, row.source,
+                                 row.session, row.turn, row.role, result.id))
+            summary.rows_consolidated += settle(target, written, base)
+            ledger.record(recorded)
+            done += len(batch)
+            if progress:
+                progress("import", done, total)
+
+
+def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,
+               root: Path | None = None, export: Path | None = None, into: str | None = None,
+               base: Path | None = None, progress: Progress | None = None) -> ImportReport:
+    from ..fsutil import file_lock
+
+    if not sources:
+        raise RefusedError("nothing to import: no source given")
+    harness = [s for s in sources if s in formats.HARNESS_SOURCES]
+    exports = [s for s in sources if s in formats.EXPORT_SOURCES]
+    if exports and harness:
+        raise RefusedError("import a chat export on its own, not with harness transcripts")
+    if exports and not into:
+        raise RefusedError("a chat export records no project: say where it goes",
+                           hint="Add --into PATH (a directory in a bound workspace) or "
+                                "--into global.")
+    if harness and into:
+        raise RefusedError("harness transcripts go to the workspace of each session's own "
+                           "directory; --into is only for chat exports")
+    base = base or paths.data_dir()
+    ledger = Ledger(base)
+    try:
+        summaries, sessions = read_sources(sources, root=root, export=export,
+                                           progress=progress)
+        if dry_run:
+            plans, skipped = plan(sessions, settings, into=into, register=False, base=base,
+                                  ledger=ledger)
+        else:
+            with file_lock(paths.locks_dir(base) / "import.lock", timeout=5.0,
+                           what="import lock"):
+                plans, skipped = plan(sessions, settings, into=into, register=True,
+                                      base=base, ledger=ledger)
+                execute(plans, base=base, ledger=ledger, progress=progress)
+    finally:
+        ledger.close()
+    targets = [p.summary for p in plans]
+    return ImportReport(
+        dry_run=dry_run, sources=summaries, targets=targets, skipped=skipped,
+        rows_new=sum(t.rows_new for t in targets),
+        rows_written=sum(t.rows_written for t in targets),
+        rows_already=sum(t.rows_already for t in targets),
+        rows_filtered=sum(t.rows_filtered for t in targets),
+        ledger_path=str(ledger.path))

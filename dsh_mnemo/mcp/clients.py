@@ -1,0 +1,418 @@
+"""`mnemo mcp install|uninstall|status`: mnemo's server entry in each MCP client's config.
+
+One entry named `mnemo` that runs `<this mnemo> mcp`, merged into the
+client's user-level MCP configuration with the safety of `hooks install`:
+the file is parsed first (and left untouched when it cannot be), backed up
+before it changes, every other key and server is kept, and a second install
+changes nothing.  An entry named `mnemo` that runs something else is
+someone else's: it is never replaced or removed.
+
+Where each client keeps its servers, and the variable that moves it:
+
+| client | file | key |
+|---|---|---|
+| claude-code | `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json` | `mcpServers` |
+| codex | `$CODEX_HOME/config.toml`, else `~/.codex/config.toml` | `[mcp_servers.mnemo]` |
+| gemini | `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json` | `mcpServers` |
+| qwen | `$QWEN_HOME/settings.json`, else `~/.qwen/settings.json` | `mcpServers` |
+| cursor | `~/.cursor/mcp.json` | `mcpServers` |
+| claude-desktop | `claude_desktop_config.json` in Claude's app-data directory | `mcpServers` |
+
+Codex's TOML is edited as text (only mnemo's own tables are cut or
+appended, so comments and layout elsewhere stay byte for byte), and the
+result is parsed again and compared with the original: anything but
+exactly "the same document, mnemo's entry added or removed" is refused
+before the file is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..errors import DataError, MnemoError, RefusedError
+from . import CLIENT_NAMES
+
+SERVER_NAME = "mnemo"
+SERVER_ARGS = ("mcp",)
+# Environment baked into the entry when set at install time, so the server
+# uses the same data and settings as the `mnemo` that installed it.
+CARRIED_ENV = ("MNEMO_DATA_DIR", "MNEMO_CONFIG")
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    title: str
+    format: str  # "json" | "toml"
+    env_var: str | None  # the variable that moves the client's config directory
+    next_steps: tuple[str, ...] = ()
+
+
+CLIENT_LIST: tuple[Client, ...] = (
+    Client("claude-code", "Claude Code", "json", "CLAUDE_CONFIG_DIR",
+           ("Start a new Claude Code session; `claude mcp list` shows the server. Claude Code "
+            "asks before the first call of each tool (or allow them with /permissions).",)),
+    Client("codex", "Codex CLI", "toml", "CODEX_HOME",
+           ("Start a new Codex session; `codex mcp list` shows the server.",)),
+    Client("gemini", "Gemini CLI", "json", "GEMINI_CLI_HOME",
+           ("Start a new Gemini CLI session; /mcp lists the server and its tools.",)),
+    Client("qwen", "Qwen Code", "json", "QWEN_HOME",
+           ("Start a new Qwen Code session; /mcp lists the server and its tools.",)),
+    Client("cursor", "Cursor", "json", None,
+           ("Restart Cursor (or reload its MCP settings) so it starts the server.",)),
+    Client("claude-desktop", "Claude Desktop", "json", None,
+           ("Quit and reopen Claude Desktop. It starts servers outside any project, so "
+            "every call there needs its `path` argument.",)),
+)
+CLIENTS: dict[str, Client] = {c.name: c for c in CLIENT_LIST}
+NAMES: tuple[str, ...] = tuple(CLIENTS)
+assert NAMES == CLIENT_NAMES
+
+
+@dataclass
+class McpInstallResult:
+    client: str
+    action: str  # "installed" | "updated" | "unchanged" | "removed" | "absent"
+    config_path: str
+    backup_path: str | None
+    entry: dict[str, Any] | None  # the server entry written (install) or found
+    next_steps: list[str] = field(default_factory=list)
+
+
+@dataclass
+class McpStatus:
+    client: str
+    config_path: str
+    config_exists: bool
+    installed: bool  # an entry named mnemo runs `mnemo mcp`
+    entry: dict[str, Any] | None
+    mnemo_path: str | None
+    mnemo_exists: bool
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+
+
+# ─── Where ─────────────────────────────────────────────────────────────────
+
+def spec_for(client: str) -> Client:
+    spec = CLIENTS.get(client)
+    if spec is None:
+        raise RefusedError(f"unknown MCP client {client!r}",
+                           hint=f"Known clients: {', '.join(NAMES)}")
+    return spec
+
+
+def _env_dir(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value).expanduser() if value else None
+
+
+def config_path(client: str) -> Path:
+    """The user-level file holding `client`'s MCP servers, honouring its config-dir variable."""
+    spec = spec_for(client)
+    home = paths.home_dir()
+    moved = _env_dir(spec.env_var) if spec.env_var else None
+    if client == "claude-code":
+        return (moved or home) / ".claude.json"
+    if client == "codex":
+        return (moved or home / ".codex") / "config.toml"
+    if client == "gemini":
+        return (moved or home) / ".gemini" / "settings.json"
+    if client == "qwen":
+        return (moved or home / ".qwen") / "settings.json"
+    if client == "cursor":
+        return home / ".cursor" / "mcp.json"
+    # claude-desktop: Electron's app-data directory.
+    if sys.platform == "darwin":
+        base = home / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = _env_dir("APPDATA") or home / "AppData" / "Roaming"
+    else:
+        base = _env_dir("XDG_CONFIG_HOME") or home / ".config"
+    return base / "Claude" / "claude_desktop_config.json"
+
+
+def server_entry(client: str) -> dict[str, Any]:
+    """The entry mnemo writes: this mnemo's absolute path, `mcp`, and its data/config env."""
+    from ..harnesses.install import find_mnemo
+
+    mnemo = find_mnemo()
+    if mnemo is None:
+        raise MnemoError("cannot find the `mnemo` executable for the MCP entry",
+                         hint="Install mnemo so `mnemo` is on PATH, then run this again.")
+    entry: dict[str, Any] = {}
+    if client == "claude-code":
+        entry["type"] = "stdio"
+    entry["command"] = mnemo
+    entry["args"] = list(SERVER_ARGS)
+    env = {name: os.environ[name] for name in CARRIED_ENV if os.environ.get(name)}
+    if env:
+        entry["env"] = env
+    return entry
+
+
+def is_ours(entry: object) -> bool:
+    """An entry that runs `… mnemo mcp` (whatever the path of mnemo)."""
+    if not isinstance(entry, dict):
+        return False
+    command = entry.get("command")
+    args = entry.get("args")
+    return (isinstance(command, str) and Path(command).name == "mnemo"
+            and isinstance(args, list) and list(args[:1]) == list(SERVER_ARGS))
+
+
+def _backup(path: Path, client: str, base: Path | None) -> Path:
+    folder = paths.backups_dir(base) / "mcp"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = folder / f"{client}-{stamp}-{int(time.time() * 1000) % 1000:03d}-{path.name}"
+    shutil.copy2(path, target)
+    return target
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+
+
+def _write_text(path: Path, text: str) -> None:
+    from ..fsutil import atomic_write_text
+
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o600 if path.name == ".claude.json" else 0o644
+    atomic_write_text(path, text, mode=mode)
+
+
+# ─── JSON clients ──────────────────────────────────────────────────────────
+
+def _parse_json(path: Path, text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    if not text.strip():
+        return {}
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise DataError(f"{path} is not valid JSON ({exc}); it was left untouched",
+                        hint="Fix or move the file, then run this again.") from None
+    if not isinstance(document, dict):
+        raise DataError(f"{path} does not hold a JSON object; it was left untouched")
+    return document
+
+
+def _servers(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    servers = document.get("mcpServers")
+    if servers is None:
+        return {}
+    if not isinstance(servers, dict):
+        raise DataError(f"{path}: `mcpServers` is not an object; it was left untouched")
+    return servers
+
+
+def _json_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+# ─── Codex's TOML ──────────────────────────────────────────────────────────
+
+def _toml_loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def _parse_toml(path: Path, text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        return _toml_loads(text)
+    except ValueError as exc:
+        raise DataError(f"{path} is not valid TOML ({exc}); it was left untouched",
+                        hint="Fix or move the file, then run this again.") from None
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*(?P<name>[^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_OUR_TABLE = re.compile(r"""^mcp_servers\s*\.\s*(?:mnemo|"mnemo"|'mnemo')(?:\s*\..*)?$""")
+
+
+def _cut_our_tables(text: str) -> str:
+    """`text` without the `[mcp_servers.mnemo]` table and its sub-tables."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        header = _HEADER.match(line)
+        if header:
+            skipping = bool(_OUR_TABLE.match(header.group("name").strip()))
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a valid TOML basic string
+
+
+def _toml_tables(entry: dict[str, Any]) -> str:
+    lines = [f"[mcp_servers.{SERVER_NAME}]",
+             f"command = {_toml_string(entry['command'])}",
+             "args = [" + ", ".join(_toml_string(a) for a in entry["args"]) + "]"]
+    if entry.get("env"):
+        lines.append(f"\n[mcp_servers.{SERVER_NAME}.env]")
+        lines += [f"{key} = {_toml_string(value)}" for key, value in entry["env"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _normalised(document: dict[str, Any]) -> dict[str, Any]:
+    """For comparison: an empty `mcp_servers` table means the same as none."""
+    document = copy.deepcopy(document)
+    if document.get("mcp_servers") == {}:
+        del document["mcp_servers"]
+    return document
+
+
+def _toml_edit(path: Path, text: str, document: dict[str, Any],
+               entry: dict[str, Any] | None) -> str:
+    """The new file text with mnemo's entry replaced by `entry` (None: removed)."""
+    new_text = _cut_our_tables(text)
+    if entry is not None:
+        if new_text and not new_text.endswith("\n"):
+            new_text += "\n"
+        new_text += ("\n" if new_text.strip() else "") + _toml_tables(entry)
+    expected = copy.deepcopy(document)
+    servers = expected.setdefault("mcp_servers", {})
+    servers.pop(SERVER_NAME, None)
+    if entry is not None:
+        servers[SERVER_NAME] = entry
+    try:
+        result = _toml_loads(new_text)
+    except ValueError:
+        result = None
+    if result is None or _normalised(result) != _normalised(expected):
+        raise DataError(
+            f"{path}: mnemo's [mcp_servers.{SERVER_NAME}] entry could not be changed without "
+            "touching anything else (is it written inline or as dotted keys?); the file was "
+            "left untouched",
+            hint=f"Edit [mcp_servers.{SERVER_NAME}] by hand (see docs/mcp.md), or remove it "
+                 "and run this again.")
+    return new_text
+
+
+# ─── The three operations ──────────────────────────────────────────────────
+
+def _load(client: str, path: Path) -> tuple[str | None, dict[str, Any] | None, Any]:
+    """(text, parsed document, the current `mnemo` entry or None)."""
+    spec = spec_for(client)
+    text = _read_text(path)
+    if spec.format == "toml":
+        document = _parse_toml(path, text)
+        servers = (document or {}).get("mcp_servers", {})
+        if not isinstance(servers, dict):
+            raise DataError(f"{path}: `mcp_servers` is not a table; it was left untouched")
+    else:
+        document = _parse_json(path, text)
+        servers = _servers(document or {}, path)
+    return text, document, servers.get(SERVER_NAME)
+
+
+def _foreign(path: Path, current: Any) -> RefusedError:
+    return RefusedError(
+        f"{path} already has an MCP server named {SERVER_NAME!r} that does not run "
+        "`mnemo mcp`; it was left untouched",
+        hint="Rename or remove that entry, then run this again.")
+
+
+def install(client: str, *, base: Path | None = None) -> McpInstallResult:
+    spec = spec_for(client)
+    path = config_path(client)
+    entry = server_entry(client)
+    text, document, current = _load(client, path)
+    steps = list(spec.next_steps)
+    if current is not None and not is_ours(current):
+        raise _foreign(path, current)
+    if current == entry:
+        return McpInstallResult(client=client, action="unchanged", config_path=str(path),
+                                backup_path=None, entry=entry, next_steps=steps)
+    if spec.format == "toml":
+        new_text = _toml_edit(path, text or "", document or {}, entry)
+    else:
+        updated = copy.deepcopy(document) if document is not None else {}
+        servers = updated.get("mcpServers")
+        if not isinstance(servers, dict):
+            servers = updated["mcpServers"] = {}
+        servers[SERVER_NAME] = entry
+        new_text = _json_text(updated)
+    backup = _backup(path, client, base) if text is not None else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_text(path, new_text)
+    return McpInstallResult(client=client, action="updated" if current else "installed",
+                            config_path=str(path),
+                            backup_path=str(backup) if backup else None, entry=entry,
+                            next_steps=steps)
+
+
+def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
+    spec_for(client)
+    path = config_path(client)
+    text, document, current = _load(client, path)
+    if current is None or not is_ours(current):
+        # Nothing of mnemo's (a foreign `mnemo` entry is not ours to remove).
+        return McpInstallResult(client=client, action="absent", config_path=str(path),
+                                backup_path=None, entry=None)
+    assert text is not None and document is not None
+    if spec_for(client).format == "toml":
+        new_text = _toml_edit(path, text, document, None)
+    else:
+        updated = copy.deepcopy(document)
+        servers = updated["mcpServers"]
+        del servers[SERVER_NAME]
+        if not servers:
+            del updated["mcpServers"]
+        new_text = _json_text(updated)
+    backup = _backup(path, client, base)
+    _write_text(path, new_text)
+    return McpInstallResult(client=client, action="removed", config_path=str(path),
+                            backup_path=str(backup), entry=current)
+
+
+def status(client: str) -> McpStatus:
+    spec_for(client)
+    path = config_path(client)
+    problems: list[str] = []
+    exists = path.exists()
+    try:
+        _, _, current = _load(client, path)
+    except DataError as exc:
+        current, exists = None, False
+        problems.append(exc.message)
+    ours = is_ours(current)
+    mnemo = current.get("command") if ours else None
+    mnemo_ok = bool(mnemo and os.path.isfile(mnemo) and os.access(mnemo, os.X_OK))
+    if current is not None and not ours:
+        problems.append(f"the `{SERVER_NAME}` server in {path} does not run `mnemo mcp`")
+    elif current is None and not problems:
+        problems.append(f"no `{SERVER_NAME}` MCP server in {path}" if exists
+                        else f"{path} does not exist")
+    elif ours and not mnemo_ok:
+        problems.append(f"the entry runs {mnemo}, which is not an executable file")
+    return McpStatus(client=client, config_path=str(path), config_exists=exists,
+                     installed=ours, entry=current if isinstance(current, dict) else None,
+                     mnemo_path=mnemo, mnemo_exists=mnemo_ok, ok=ours and mnemo_ok,
+                     problems=problems)

@@ -1,0 +1,260 @@
+"""`mnemo import` of real harness transcripts: the right workspace, once, cleaned as capture is."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo.importers import formats
+from tests.conftest import Repo, bind_repo, configure
+from tests.importers.conftest import (
+    SAMPLE_FILE,
+    SAMPLE_PROMPT,
+    SAMPLE_REPLY,
+    SAMPLE_SESSION,
+    SAMPLES,
+    place,
+)
+from tests.memory.conftest import mnemo, query
+
+HARNESSES = ("claude-code", "codex", "gemini", "qwen")
+
+
+def run(*args: str, cwd: Path | None = None) -> dict:
+    result = mnemo("import", *args, "--json", cwd=cwd)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def rows(repo: Repo, data_dir: Path) -> list[tuple[str, str, str, str | None]]:
+    return query(repo.db(data_dir), "SELECT content, source, timestamp, consolidated_at FROM "
+                 "working_memory WHERE session_id = ? ORDER BY content", repo.namespace)
+
+
+@pytest.fixture
+def home(isolated_env: Path) -> Path:
+    return isolated_env / "home"
+
+
+@pytest.mark.parametrize("source", HARNESSES)
+def test_each_real_sample_reads_as_one_session_with_its_turn(source: str) -> None:
+    path = SAMPLES / SAMPLE_FILE[source]
+    reader = {"claude-code": formats.read_claude_code, "codex": formats.read_codex,
+              "gemini": formats.read_gemini, "qwen": formats.read_qwen}[source]
+    result = reader(path)
+    assert result.error is None and result.unknown == 0
+    [session] = result.sessions
+    assert session.session_id == SAMPLE_SESSION[source]
+    assert session.cwd == (None if source == "gemini" else "/home/dev/repo")
+    assert [(t.user, t.reply) for t in session.turns] == [(SAMPLE_PROMPT, SAMPLE_REPLY)]
+    assert session.unknown == 0
+    assert str(session.turns[0].timestamp).startswith("2026-12-01T09:51")
+
+
+def test_sessions_go_to_the_workspace_of_their_directory_once(
+        make_repo, home: Path, data_dir: Path) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    beta = bind_repo(make_repo("beta"))
+    loose = make_repo("loose")
+    place("claude-code", home, alpha.path, prompt="Alpha uses make release")
+    place("codex", home, alpha.path, prompt="Alpha pins python 3.11")
+    place("gemini", home, beta.path, prompt="Beta deploys with compose")
+    place("qwen", home, beta.path, prompt="Beta tests with tox")
+    place("qwen", home, loose, prompt="Loose has no memory", session_id="q-loose")
+
+    planned = run()
+    assert planned["dry_run"] is True and planned["rows_new"] == 4
+    assert {s["source"]: s["sessions"] for s in planned["sources"]} == {
+        "claude-code": 1, "codex": 1, "gemini": 1, "qwen": 2}
+    by_target = {t["target"]: t for t in planned["targets"]}
+    assert by_target[str(alpha.path)]["rows_new"] == 2
+    assert by_target[str(beta.path)]["first_lines"] == ["[USER] Beta deploys with compose",
+                                                       "[USER] Beta tests with tox"]
+    [skipped] = planned["skipped"]
+    assert (skipped["reason"], skipped["cwd"], skipped["session_id"]) == \
+        ("unbound", str(loose), "q-loose")
+    assert rows(alpha, data_dir) == [] and not (data_dir / "imports").exists()
+
+    done = run("--write")
+    assert done["rows_written"] == 4 and done["rows_already"] == 0
+    assert [r[:2] for r in rows(alpha, data_dir)] == [
+        ("[USER] Alpha pins python 3.11", "conversation"),
+        ("[USER] Alpha uses make release", "conversation")]
+    assert [r[0] for r in rows(beta, data_dir)] == ["[USER] Beta deploys with compose",
+                                                    "[USER] Beta tests with tox"]
+    again = run("--write")
+    assert again["rows_new"] == 0 and again["rows_written"] == 0 and again["rows_already"] == 4
+    assert len(rows(alpha, data_dir)) == 2 and len(rows(beta, data_dir)) == 2
+
+    # Recalled from the right workspace only.
+    recalled = mnemo("recall", "release", "--json", cwd=alpha.path)
+    assert [m["content"] for m in json.loads(recalled.stdout)["results"]] == \
+        ["[USER] Alpha uses make release"]
+    recalled = mnemo("recall", "release", "--json", cwd=beta.path)
+    assert json.loads(recalled.stdout)["results"] == []
+    assert mnemo("recall", "memory", "--json", cwd=loose).exit_code == 4
+
+
+def test_old_turns_keep_their_time_and_survive_the_trim(make_repo, home: Path,
+                                                        data_dir: Path) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Alpha once chose sqlite", days_ago=40)
+    place("qwen", home, alpha.path, prompt="Alpha yesterday added tox", days_ago=1)
+    run("--write")
+    stored = {r[0]: r for r in rows(alpha, data_dir)}
+    old = stored["[USER] Alpha once chose sqlite"]
+    recent = stored["[USER] Alpha yesterday added tox"]
+    old_time = datetime.fromisoformat(old[2])
+    assert timedelta(days=39) < datetime.now() - old_time < timedelta(days=41)
+    assert old[3] is not None  # older than TTL/2: consolidated, exempt from the trim
+    assert recent[3] is None  # recent: an ordinary unconsolidated row, as capture leaves it
+    legacy = query(alpha.db(data_dir), "SELECT timestamp FROM memories WHERE content = ?",
+                   old[0])
+    assert legacy == [(old[2],)]
+    # The next write runs upstream's trim (rows older than the TTL, unconsolidated).
+    assert mnemo("remember", "Alpha releases on Fridays", cwd=alpha.path).exit_code == 0
+    assert {r[0] for r in rows(alpha, data_dir)} == {
+        "[USER] Alpha once chose sqlite", "[USER] Alpha yesterday added tox",
+        "Alpha releases on Fridays"}
+
+
+def test_cleaning_is_capture_cleaning(make_repo, home: Path, data_dir: Path) -> None:
+    configure(capture__roles=["user", "assistant"], capture__user_limit=60,
+              capture__assistant_limit=30)
+    alpha = bind_repo(make_repo("alpha"))
+    token = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    place("claude-code", home, alpha.path,
+          prompt=f"Use the key {token} <memory-data>old memory text</memory-data> for CI",
+          reply="Done: the CI job now reads it from the secret store, as asked.")
+    place("codex", home, alpha.path, prompt="A" * 100, reply="short")
+    run("--write")
+    contents = [r[0] for r in rows(alpha, data_dir)]
+    assert "[USER] Use the key [REDACTED:anthropic-key]  for CI" in contents
+    assert "[ASSISTANT] Done: the CI job now reads it" in contents  # 30 code points
+    assert "[USER] " + "A" * 60 in contents and "[ASSISTANT] short" in contents
+    raw = alpha.db(data_dir).read_bytes().decode("latin-1")
+    assert token not in raw and "old memory text" not in raw
+
+
+def test_harness_wrappers_never_become_turns(make_repo, home: Path, data_dir: Path) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    gemini = place("gemini", home, alpha.path, prompt="Gemini prompt one")
+    # What Gemini writes when a BeforeAgent hook added context: an escaped part.
+    record = {"id": "m2", "timestamp": "2026-12-01T10:00:00.000Z", "type": "user", "content": [
+        {"text": "Gemini prompt two"},
+        {"text": "<hook_context>&lt;memory-data&gt;secret plan&lt;/memory-data&gt;"
+                 "</hook_context>"}]}
+    with gemini.path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+    qwen = place("qwen", home, alpha.path, prompt="Qwen prompt")
+    lines = qwen.path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["message"]["parts"].append(
+        {"text": "<qwen:user-prompt-submit-context>\n&lt;memory-data&gt;x&lt;/memory-data&gt;"
+                 "\n</qwen:user-prompt-submit-context>"})
+    qwen.path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    codex = place("codex", home, alpha.path, prompt="Codex prompt")
+    agents = {"timestamp": "2026-12-01T09:51:19.500Z", "type": "response_item", "payload": {
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text":
+            "# AGENTS.md instructions for /x\n\n<INSTRUCTIONS>\nbe terse\n</INSTRUCTIONS>"}]}}
+    with codex.path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(agents) + "\n")
+    run("--write")
+    assert sorted(r[0] for r in rows(alpha, data_dir)) == [
+        "[USER] Codex prompt", "[USER] Gemini prompt one", "[USER] Gemini prompt two",
+        "[USER] Qwen prompt"]
+
+
+def test_unknown_records_are_counted_and_skipped(make_repo, home: Path,
+                                                 data_dir: Path) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Survives garbage",
+          extra_lines=["{not json", "[1, 2]", '{"no": "type"}', '{"type": "user"}'])
+    (home / ".codex" / "sessions").mkdir(parents=True)
+    (home / ".codex" / "sessions" / "rollout-broken.jsonl").write_bytes(b"\xff\xfe\x00garbage\n")
+    planned = run()
+    counts = {s["source"]: s for s in planned["sources"]}
+    assert counts["claude-code"]["unknown_records"] == 4
+    assert counts["codex"]["unknown_records"] == 1 and counts["codex"]["sessions"] == 0
+    assert planned["rows_new"] == 1
+
+
+def test_turns_the_hooks_already_captured_are_not_imported_again(
+        make_repo, home: Path, data_dir: Path) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Captured live")
+    # What `mnemo hook turn-end` stored during that session.
+    stop = {"session_id": "s", "cwd": str(alpha.path), "prompt": "Captured live",
+            "hook_event_name": "UserPromptSubmit"}
+    assert mnemo("hook", "prompt", "--harness", "claude-code",
+                 input=json.dumps(stop)).exit_code == 0
+    assert mnemo("hook", "turn-end", "--harness", "claude-code", input=json.dumps(
+        {**stop, "hook_event_name": "Stop", "last_assistant_message": "ok"})).exit_code == 0
+    assert [r[0] for r in rows(alpha, data_dir)] == ["[USER] Captured live"]
+    planned = run("--write")
+    assert planned["rows_new"] == 0 and planned["rows_already"] == 1
+    assert len(rows(alpha, data_dir)) == 1
+
+
+def test_config_dir_variables_and_from(make_repo, home: Path, tmp_path: Path,
+                                       data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    placed = place("claude-code", home, alpha.path, prompt="Moved config dir")
+    moved = tmp_path / "claude-config"
+    (home / ".claude").rename(moved)
+    assert run("claude-code")["rows_new"] == 0
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(moved))
+    assert run("claude-code")["rows_new"] == 1
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    one_file = moved / "projects" / placed.path.parent.name / placed.path.name
+    assert run("claude-code", "--from", str(one_file))["rows_new"] == 1
+
+
+def test_gemini_project_must_match_the_recorded_hash(make_repo, home: Path,
+                                                     data_dir: Path) -> None:
+    import hashlib
+    import re
+
+    alpha = bind_repo(make_repo("alpha"))
+    beta = bind_repo(make_repo("beta"))
+    placed = place("gemini", home, alpha.path, prompt="Gemini in alpha")
+    marker = placed.path.parent.parent / ".project_root"
+    # A folder whose recorded project disagrees with the chat's hash: never guessed.
+    marker.write_text(str(beta.path))
+    elsewhere = hashlib.sha256(b"/somewhere/else").hexdigest()
+    text = placed.path.read_text()
+    placed.path.write_text(re.sub(r'"projectHash": "[0-9a-f]{64}"',
+                                  f'"projectHash": "{elsewhere}"', text))
+    planned = run("gemini")
+    assert planned["rows_new"] == 0
+    [skipped] = planned["skipped"]
+    assert skipped["reason"] == "no-directory" and "projectHash" in skipped["hint"]
+    # A folder with no record at all (older Gemini named it by the hash): the hash is
+    # matched against the paths of bound workspaces, exactly.
+    placed.path.write_text(text)
+    marker.unlink()
+    assert [t["target"] for t in run("gemini")["targets"]] == [str(alpha.path)]
+
+
+@pytest.mark.parametrize(("source", "variable", "folder", "moved_is_home"), [
+    ("codex", "CODEX_HOME", ".codex", False),
+    ("gemini", "GEMINI_CLI_HOME", ".gemini", True),
+    ("qwen", "QWEN_HOME", ".qwen", False),
+])
+def test_each_harness_config_dir_variable_moves_discovery(
+        source: str, variable: str, folder: str, moved_is_home: bool, make_repo, home: Path,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alpha = bind_repo(make_repo("alpha"))
+    place(source, home, alpha.path, prompt=f"Found through {variable}")
+    moved = tmp_path / "moved"
+    if moved_is_home:  # GEMINI_CLI_HOME names a home that holds .gemini
+        moved.mkdir()
+        (home / folder).rename(moved / folder)
+    else:
+        (home / folder).rename(moved)
+    assert run(source)["rows_new"] == 0
+    monkeypatch.setenv(variable, str(moved))
+    assert run(source)["targets"][0]["first_lines"] == [f"[USER] Found through {variable}"]
