@@ -8,8 +8,10 @@ The CLI renders it once, for people with rich or for scripts as JSON.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import ExitCode
@@ -40,3 +42,37 @@ class Report:
     def warn(self, text: str) -> Report:
         self.messages.append(Message(text, "warning"))
         return self
+
+
+# Version of the JSON contracts (docs/json.md); bumped on any incompatible change.
+JSON_SCHEMA_VERSION = 1
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, dicts, lists and paths as plain JSON values.
+
+    A dataclass field with `metadata={"json": False}` (a vector, say) is left out.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.metadata.get("json", True)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def json_document(kind: str, data: Any) -> dict[str, Any]:
+    """The versioned envelope `{"schema_version", "kind", ...data}` of a report."""
+    body = to_jsonable(data)
+    if not isinstance(body, dict):
+        body = {"items": body}
+    return {"schema_version": JSON_SCHEMA_VERSION, "kind": kind, **body}
+
+
+def error_document(message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
+    return {"schema_version": JSON_SCHEMA_VERSION, "kind": "error", "error": message,
+            "hint": hint, "exit_code": exit_code}

@@ -19,14 +19,12 @@ code of its own.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -35,9 +33,7 @@ from rich.console import Console
 from .. import paths
 from ..config import Settings, apply_environment, load_settings
 from ..errors import MnemoError
-from ..report import Progress, Report
-
-JSON_SCHEMA_VERSION = 1
+from ..report import Progress, Report, error_document, json_document
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -86,26 +82,10 @@ def view(kind: str) -> Callable[[View], View]:
     return register
 
 
-def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if f.metadata.get("json", True)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def emit_json(kind: str, payload: Any) -> None:
     """Print one JSON document: `{"schema_version", "kind", ...payload}`."""
-    body = to_jsonable(payload)
-    if not isinstance(body, dict):
-        body = {"items": body}
-    document = {"schema_version": JSON_SCHEMA_VERSION, "kind": kind, **body}
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json.dumps(json_document(kind, payload), ensure_ascii=False, indent=2)
+                     + "\n")
     sys.stdout.flush()
 
 
@@ -126,9 +106,7 @@ def render(report: Report, *, as_json: bool) -> None:
 def fail(exc: MnemoError, *, as_json: bool) -> typer.Exit:
     """Print the error (as the `error` document with --json); the exit to raise."""
     if as_json:
-        document = {"schema_version": JSON_SCHEMA_VERSION, "kind": "error",
-                    "error": exc.message, "hint": exc.hint,
-                    "exit_code": int(exc.exit_code)}
+        document = error_document(exc.message, exc.hint, int(exc.exit_code))
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     err.print(f"[bold red]mnemo:[/] {escape(exc.message)}")

@@ -29,7 +29,6 @@ the thread that opened them, and mnemo's core is written for one caller.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -45,9 +44,7 @@ from pydantic import Field
 from .. import __version__, paths
 from ..config import Settings, apply_environment, load_settings
 from ..errors import MnemoError, RefusedError, UnboundError
-from ..report import Report
-
-SCHEMA_VERSION = 1  # the version of docs/json.md the documents follow
+from ..report import Report, error_document, json_document
 
 INSTRUCTIONS = """\
 mnemo is this user's long-term memory, one per project (a repository bound with \
@@ -134,24 +131,9 @@ def _unbound(directory: Path, hint_root: str | None) -> UnboundError:
 
 # ─── Results ───────────────────────────────────────────────────────────────
 
-def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def document(kind: str, data: Any) -> dict[str, Any]:
     """The JSON document `mnemo … --json` prints for a report of `kind`."""
-    body = to_jsonable(data)
-    if not isinstance(body, dict):
-        body = {"items": body}
-    return {"schema_version": SCHEMA_VERSION, "kind": kind, **body}
+    return json_document(kind, data)
 
 
 def _text(value: str) -> TextContent:
@@ -167,8 +149,7 @@ def report_result(report: Report) -> CallToolResult:
 
 
 def error_result(exc: MnemoError) -> CallToolResult:
-    doc = {"schema_version": SCHEMA_VERSION, "kind": "error", "error": exc.message,
-           "hint": exc.hint, "exit_code": int(exc.exit_code)}
+    doc = error_document(exc.message, exc.hint, int(exc.exit_code))
     text = exc.message + (f"\n{exc.hint}" if exc.hint else "")
     return CallToolResult(content=[_text(text), _text(json.dumps(doc, ensure_ascii=False))],
                           is_error=True)

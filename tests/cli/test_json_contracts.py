@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dsh_mnemo.cli import app
-from dsh_mnemo.cli.common import JSON_SCHEMA_VERSION
+from dsh_mnemo.report import JSON_SCHEMA_VERSION
 from tests.cli.conftest import (
     ENVELOPE,
     ROOT,
