@@ -132,6 +132,22 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("GEMINI_SESSION_ID", "Read by mnemo hook (Gemini CLI)."),
     ("QWEN_PROJECT_DIR", "Read by mnemo hook (Qwen Code)."),
     ("CURSOR_PROJECT_DIR", "Read by mnemo hook (Cursor)."),
+    ("CLAUDE_CONFIG_DIR", "Read by mnemo hooks: Claude Code's config directory (default "
+     "~/.claude), where its settings.json is installed to and checked."),
+    ("CODEX_HOME", "Read by mnemo hooks: Codex's config directory (default ~/.codex), with "
+     "hooks.json and the config.toml that records hook trust."),
+    ("GEMINI_CLI_HOME", "Read by mnemo hooks: a home directory holding Gemini CLI's .gemini "
+     "(default: HOME)."),
+    ("QWEN_HOME", "Read by mnemo hooks: Qwen Code's config directory (default ~/.qwen)."),
+    ("GEMINI_CLI_TRUSTED_FOLDERS_PATH", "Read by mnemo doctor and mnemo hooks: Gemini CLI's "
+     "trusted-folders file (default .gemini/trustedFolders.json)."),
+    ("GEMINI_CLI_TRUST_WORKSPACE", "Read by mnemo doctor and mnemo hooks: true or false "
+     "overrides Gemini CLI's folder trust, as it does for Gemini."),
+    ("GEMINI_RESTRICTED_MODE", "Read by mnemo doctor and mnemo hooks: true makes Gemini CLI "
+     "trust no folder."),
+    ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", "Read by mnemo doctor and mnemo hooks: Gemini CLI's "
+     "system settings (default /etc/gemini-cli/settings.json), which may turn folder trust "
+     "off."),
     ("MNEMO_BIN", "Read by the hook wrapper DATA/hooks/mnemo-hook.sh: the mnemo executable "
      "to run (default: the one that installed the hooks, else mnemo on PATH)."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "

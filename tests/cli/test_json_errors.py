@@ -42,6 +42,7 @@ ARGS = {
     ("hooks", "install"): ["--harness", "claude-code"],
     ("hooks", "uninstall"): ["--harness", "claude-code"],
     ("hooks", "status"): ["--harness", "claude-code"],
+    ("hooks", "test"): ["--harness", "claude-code"],
     ("migrate", "run"): ["--yes"],
     ("migrate", "revert"): ["--yes"],
 }
