@@ -195,8 +195,9 @@ def _judge(result: HookTest, status: installer.HarnessStatus, can_inject: bool) 
     if status.folder_trust is not None and not status.folder_trust["trusted"]:
         from .gemini import trust_fix
 
-        blockers.append(f"Gemini CLI runs no hooks in {status.folder_trust['path']}: "
-                        f"{status.folder_trust['detail']}. {trust_fix(status.folder_trust['path'])}")
+        folder = status.folder_trust
+        blockers.append(f"Gemini CLI runs no hooks in {folder['path']}: {folder['detail']}. "
+                        + trust_fix(folder["path"]))
     if result.timed_out:
         blockers.append("the command did not answer within the harness's timeout")
     elif result.exit_code not in (0, None):
