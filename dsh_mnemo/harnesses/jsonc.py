@@ -307,7 +307,9 @@ class Editor:
             indent = self._indent_at(start)
             # After the comma, keep a comment that ends the last member's line there.
             stop = self._skip_gap(end, same_line=True)
-            eol = stop if stop == len(text) or text[stop] in "\r\n" else end
+            eol = stop if stop == len(text) or text[stop] == "\n" else end
+            while eol > end and text[eol - 1] in " \t\r":  # before the line's own end
+                eol -= 1
             new = nl + indent + prefix + self._serialize(value, indent, inline=False)
             self._set_text(text[:end] + "," + text[end:eol] + new + text[eol:])
             return
@@ -358,15 +360,21 @@ class Editor:
         # The last of several: the comma after the previous one, and the item's line.
         _, previous_end = parent.child_span(index - 1)
         comma = self._skip_gap(previous_end)
+        stop = end
         if self._starts_line(start):
-            begin = max(self._line_start(start) - 1, comma + 1)
-            if begin > comma + 1 and text[begin - 1] == "\r":
-                begin -= 1
+            # Its whole line, when nothing else is on it (never the newline before it,
+            # which may end a `//` comment).
+            begin = self._line_start(start)
+            after = end
+            while after < len(text) and text[after] in " \t\r":
+                after += 1
+            if after == len(text) or text[after] == "\n":
+                stop = min(after + 1, len(text))
         else:
             begin = start
             while begin > comma + 1 and text[begin - 1] in " \t":
                 begin -= 1
-        self._set_text(text[:comma] + text[comma + 1:begin] + text[end:])
+        self._set_text(text[:comma] + text[comma + 1:begin] + text[stop:])
 
 
 def _indent_unit(text: str) -> str:
