@@ -132,7 +132,8 @@ def read_state(config: Path) -> dict[str, dict[str, Any]]:
 
 
 def _key_files(hooks_file: Path) -> list[Path]:
-    """The spellings of the hooks file a record may use (as given, and resolved)."""
+    """The spellings of the hooks file a record may use: as given (the one Codex
+    uses, and the one written), then resolved."""
     spellings = [hooks_file.absolute()]
     resolved = hooks_file.resolve()
     if resolved != spellings[0]:

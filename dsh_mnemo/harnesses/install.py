@@ -605,6 +605,15 @@ def codex_config_toml(project: Path | None = None) -> Path:
     return folder / "config.toml"
 
 
+def codex_key_file(path: Path, project: Path | None) -> Path:
+    """The hooks file as Codex spells it in trust keys: `$CODEX_HOME` resolved
+    (Codex canonicalizes it), but `$HOME/.codex` as HOME is given (it does not)."""
+    if project is not None or config_dir_variable("codex"):
+        return path.resolve()
+    home = os.environ.get("HOME")
+    return Path(home).absolute() / ".codex" / "hooks.json" if home else path
+
+
 def _codex_trust(harness: str, path: Path, project: Path | None,
                  write: bool) -> tuple[list[str], str | None]:
     """Write trust for mnemo's entries if asked; the step still to do, if any."""
@@ -615,7 +624,7 @@ def _codex_trust(harness: str, path: Path, project: Path | None,
     written: list[str] = []
     if write:
         ours = [e for e in codex.command_entries(document) if is_ours(e.spec)]
-        written = codex.trust(config, path, ours)
+        written = codex.trust(config, codex_key_file(path, project), ours)
     status = harness_status(harness, project)
     steps = []
     if status.trusted is False and status.trust_fix:
@@ -674,7 +683,8 @@ def _codex_status(path: Path, document: dict[str, Any] | None, project: Path | N
 
     config = codex_config_toml(project)
     try:
-        entries = codex.assess(path, document or {}, config, is_ours)
+        entries = codex.assess(codex_key_file(path, project), document or {}, config,
+                               is_ours)
     except DataError as exc:
         status.problems.append(f"cannot read Codex's trust records: {exc.message}")
         status.trusted = False

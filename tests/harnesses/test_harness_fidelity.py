@@ -520,3 +520,24 @@ def test_gemini_double_session_end_stores_once(repo: Path, data_dir: Path) -> No
     assert all(r.returncode == 0 and r.stdout == "" for r in results)
     run_inprocess("session-end", "gemini", end)
     assert user_rows(data_dir) == ["[USER] the staging cluster is orchid"]
+
+
+# ─── Codex trust keys spell the hooks file as Codex does ───────────────────
+
+def test_codex_trust_keys_under_a_symlinked_home(tmp_path: Path, data_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex keys `~/.codex/hooks.json` by HOME as given, `$CODEX_HOME` resolved."""
+    link = tmp_path / "home-link"
+    link.symlink_to(home())
+    monkeypatch.setenv("HOME", str(link))
+    core.install("codex", trust=True)
+    text = (home() / ".codex" / "config.toml").read_text()
+    assert f'"{link}/.codex/hooks.json:user_prompt_submit:0:0"' in text
+    assert core.harness_status("codex").ok
+    moved = tmp_path / "codex-real"
+    moved.mkdir()
+    (tmp_path / "codex-link").symlink_to(moved)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-link"))
+    core.install("codex", trust=True)
+    assert f'"{moved}/hooks.json:stop:0:0"' in (moved / "config.toml").read_text()
+    assert core.harness_status("codex").ok

@@ -81,12 +81,15 @@ def mnemo_json(*args: str, cwd: Path, env: dict[str, str] | None = None,
 def run_harness(setup: HarnessSetup, harness_bin: Path, model: FakeModel, cwd: Path,
                 prompt: str = PROMPT, *, extra: list[str] | None = None,
                 env: dict[str, str] | None = None, code: int = 0,
-                command: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+                command: list[str] | None = None,
+                unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     home = Path(os.environ["HOME"])
+    environment = {**setup.env(home, harness_bin, model.url), **(env or {})}
+    for name in unset:
+        environment.pop(name, None)
     done = subprocess.run(command or setup.command(harness_bin, prompt) + (extra or []),
                           cwd=cwd, text=True, capture_output=True, timeout=RUN_TIMEOUT,
-                          stdin=subprocess.DEVNULL,
-                          env={**setup.env(home, harness_bin, model.url), **(env or {})})
+                          stdin=subprocess.DEVNULL, env=environment)
     if code != 0:
         assert done.returncode == code, (done.returncode, done.stderr[-2000:])
         return done
@@ -368,6 +371,20 @@ def test_codex_untrusted_hooks_are_reported_and_trust_makes_them_run(
     # count of captured turns), within Codex's 3 s clamp: no warning at start-up.
     assert not list((data_dir / "spool").glob("*.json")), "mnemo's SessionEnd did not run"
     assert "clamping" not in done.stderr
+
+
+def test_codex_trust_under_a_symlinked_home(
+        harness_bin: Path, model: FakeModel, workspaces: tuple[Path, Path, Path],
+        data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex keys trust by `$HOME/.codex/hooks.json` as HOME is spelled, links and all."""
+    setup = SETUPS["codex"]
+    link = tmp_path / "home-link"
+    link.symlink_to(Path(os.environ["HOME"]))
+    monkeypatch.setenv("HOME", str(link))
+    alpha, _, _ = workspaces
+    install(setup, link, model, [alpha])
+    run_harness(setup, harness_bin, model, alpha, unset=("CODEX_HOME",))  # ~/.codex
+    assert strings_with(agent_requests(model), FACT), explain(model, data_dir)
 
 
 @pytest.mark.xfail(strict=True, reason=(
