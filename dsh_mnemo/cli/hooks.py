@@ -142,6 +142,13 @@ def _status(report: Any) -> None:
     for entry in report.trust:
         if entry["ours"]:
             out.print(f"  trust    {entry['event']}: {entry['state']}")
+    if report.last_injection is not None:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.last_injection / 1000))
+        out.print(f"  last injection  {when}")
+    elif report.installed:
+        out.print("  last injection  none recorded yet")
     if report.folder_trust is not None:
         folder = report.folder_trust
         out.print(f"  folder   {escape(folder['path'])}: "

@@ -84,6 +84,8 @@ class HarnessStatus:
     folder_trust: dict[str, Any] | None = None
     # Files with mnemo's entries that the harness does not read (a moved config dir).
     unread_configs: list[str] = field(default_factory=list)
+    # Epoch ms of the last time the prompt hook gave this harness context (injections).
+    last_injection: int | None = None
 
 
 # ─── Paths ─────────────────────────────────────────────────────────────────
@@ -773,9 +775,12 @@ def harness_status(harness: str, project: Path | None = None, *,
                    base: Path | None = None, cwd: Path | None = None) -> HarnessStatus:
     """Is mnemo installed for `harness`, does its command reach a working mnemo, and
     will the harness run it (Codex trust, Gemini folder trust of `cwd`)?"""
+    from .injections import last_injection
+
     spec = spec_for(harness)
     path = config_path(harness, project)
     problems: list[str] = []
+    injected = last_injection(base or paths.data_dir(), harness)
     if path is None:
         wrapper = wrapper_path(base)
         mnemo = _wrapper_target(wrapper) if wrapper.exists() else None
@@ -789,7 +794,8 @@ def harness_status(harness: str, project: Path | None = None, *,
                              installed=wrapper.exists(), events={}, commands=[],
                              wrapper_path=str(wrapper), wrapper_exists=wrapper.exists(),
                              mnemo_path=mnemo, mnemo_exists=mnemo_ok,
-                             ok=wrapper.exists() and mnemo_ok, problems=problems)
+                             ok=wrapper.exists() and mnemo_ok, problems=problems,
+                             last_injection=injected)
     try:
         document = _read_config(path, spec)
     except DataError as exc:
@@ -830,7 +836,8 @@ def harness_status(harness: str, project: Path | None = None, *,
                            wrapper_path=str(wrapper_file) if wrapper_file else None,
                            wrapper_exists=wrapper_exists, mnemo_path=mnemo,
                            mnemo_exists=mnemo_ok, ok=False, problems=problems,
-                           config_dir_env=variable, unread_configs=unread)
+                           config_dir_env=variable, unread_configs=unread,
+                           last_injection=injected)
     if spec.positional_trust and found:
         _codex_status(path, document, project, status)
     if harness == "gemini" and found:

@@ -541,3 +541,14 @@ def test_codex_trust_keys_under_a_symlinked_home(tmp_path: Path, data_dir: Path,
     core.install("codex", trust=True)
     assert f'"{moved}/hooks.json:stop:0:0"' in (moved / "config.toml").read_text()
     assert core.harness_status("codex").ok
+
+
+def test_status_shows_the_last_injection(data_dir: Path) -> None:
+    core.install("claude-code")
+    assert core.harness_status("claude-code").last_injection is None
+    result = runner.invoke(app, ["hooks", "status", "--harness", "claude-code"])
+    assert "none recorded yet" in result.output
+    injections.record_injection(data_dir, "claude-code", now_ms=1_796_000_000_000)
+    assert core.harness_status("claude-code").last_injection == 1_796_000_000_000
+    result = runner.invoke(app, ["hooks", "status", "--harness", "claude-code"])
+    assert "last injection  2026-" in result.output
