@@ -73,7 +73,7 @@ def install(harness: HarnessOpt, project: ProjectOpt = None,
 def _installed(result: Any) -> None:
     if result.action == "unchanged":
         out.print(f"mnemo's hooks for {result.harness} are already installed in "
-                  f"{escape(result.config_path or '-')}; nothing changed.")
+                  f"{escape(result.config_path or '-')}; the file was not changed.")
     elif result.config_path:
         out.print(f"{result.action.capitalize()} mnemo's hooks for {result.harness} in "
                   f"{escape(result.config_path)}")

@@ -629,8 +629,9 @@ def _codex_trust(harness: str, path: Path, project: Path | None,
         written = codex.trust(config, codex_key_file(path, project), ours)
     status = harness_status(harness, project)
     steps = []
-    if status.trusted is False and status.trust_fix:
-        steps.append(status.trust_fix)
+    if status.trusted is False and any(e["ours"] and e["state"] != codex.TRUSTED
+                                       for e in status.trust):
+        steps.append(spec_for(harness).next_steps[0])
     if project is not None and not codex.project_trusted(config, path.parent.parent):
         steps.append(f"Codex reads {path} only in a trusted project: trust "
                      f"{path.parent.parent} when Codex asks (or set [projects."
