@@ -343,19 +343,42 @@ def program_exists(program: str) -> bool:
     return shutil.which(program) is not None
 
 
-def check_hooks(base: Path | None = None) -> list[Check]:
+def check_hooks(base: Path | None = None, cwd: Path | None = None) -> list[Check]:
+    """One check per harness, then Gemini's folder trust of `cwd` if its hooks are in."""
     from .harnesses.install import harness_status
 
     checks = []
+    gemini: dict[str, Any] | None = None
     for harness in HARNESSES:
         try:
-            status = _status_of(harness_status(harness, project=None, base=base))
+            status = _status_of(harness_status(harness, project=None, base=base, cwd=cwd))
         except Exception as exc:  # the installer must not break the whole report
             checks.append(Check(f"hooks:{harness}", UNKNOWN,
                                 f"cannot inspect: {type(exc).__name__}: {exc}"))
             continue
         checks.append(hook_check(harness, status))
+        if harness == "gemini" and status.get("installed"):
+            gemini = status
+    if gemini is not None:
+        checks.append(gemini_trust_check(gemini))
     return checks
+
+
+def gemini_trust_check(status: dict[str, Any]) -> Check:
+    """Gemini CLI runs no hook at all (nor `gemini -p`) in a folder it does not trust."""
+    folder = status.get("folder_trust")
+    if not isinstance(folder, dict):
+        return Check("gemini-trust", UNKNOWN, "cannot tell whether Gemini CLI trusts this "
+                     "folder")
+    if folder.get("trusted"):
+        return Check("gemini-trust", OK, f"Gemini CLI trusts {folder['path']} "
+                     f"({folder['detail']})", details=folder)
+    from .harnesses.gemini import trust_fix
+
+    return Check("gemini-trust", WARN, f"Gemini CLI does not trust {folder['path']} "
+                 f"({folder['detail']}): it runs none of its hooks here, mnemo's included, "
+                 "and `gemini -p` exits 55", fix=trust_fix(str(folder["path"])),
+                 details=folder)
 
 
 def hook_check(harness: str, status: dict[str, Any]) -> Check:
@@ -386,6 +409,11 @@ def hook_check(harness: str, status: dict[str, Any]) -> Check:
         reason = problems[0] if problems else f"the hook runs {missing[0]}, which does not exist"
         return Check(name, FAIL, f"installed, but {reason}",
                      fix=fix + " (rewrites the hook to run this mnemo)", details=details)
+    if status.get("trusted") is False:
+        reason = next((p for p in problems if "Codex" in p), problems[0] if problems else
+                      "its entries are not trusted")
+        return Check(name, WARN, f"installed, but it will not run: {reason}",
+                     fix=status.get("trust_fix") or fix, details=details)
     if status.get("ok") is False or problems:
         return Check(name, WARN, "installed, with a problem: " + (problems[0] if problems
                                                                   else "see details"),
@@ -537,7 +565,7 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
                             details={"cwd": str(cwd)}))
     else:
         checks.append(check_workspace(cwd, settings, base))
-    checks.extend(check_hooks(base))
+    checks.extend(check_hooks(base, None if gone else cwd))
     checks.append(check_hook_log(base))
     checks.append(check_schedule(base, bank_list))
     counts = {s: sum(1 for c in checks if c.status == s) for s in (OK, INFO, WARN, FAIL,

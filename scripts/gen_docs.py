@@ -144,17 +144,27 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("GEMINI_SESSION_ID", "Read by mnemo hook (Gemini CLI)."),
     ("QWEN_PROJECT_DIR", "Read by mnemo hook (Qwen Code)."),
     ("CURSOR_PROJECT_DIR", "Read by mnemo hook (Cursor)."),
-    ("CLAUDE_CONFIG_DIR", "Read by mnemo mcp install and mnemo import: Claude Code's config "
-     "directory (default ~/.claude; its MCP servers are in .claude.json there, else "
-     "~/.claude.json)."),
-    ("CODEX_HOME", "Read by mnemo mcp install and mnemo import: Codex's config directory "
-     "(default ~/.codex)."),
-    ("GEMINI_CLI_HOME", "Read by mnemo mcp install and mnemo import: the home holding "
-     "Gemini CLI's .gemini directory (default ~)."),
-    ("QWEN_HOME", "Read by mnemo mcp install and mnemo import: Qwen Code's config directory "
-     "(default ~/.qwen)."),
+    ("CLAUDE_CONFIG_DIR", "Read by mnemo hooks, mcp install and import: Claude Code's config "
+     "directory (default ~/.claude): its settings.json (hooks), .claude.json (MCP servers; "
+     "else ~/.claude.json) and transcripts."),
+    ("CODEX_HOME", "Read by mnemo hooks, mcp install and import: Codex's config directory "
+     "(default ~/.codex), with hooks.json, the config.toml that records hook trust and "
+     "MCP servers, and its sessions."),
+    ("GEMINI_CLI_HOME", "Read by mnemo hooks, mcp install and import: a home directory "
+     "holding Gemini CLI's .gemini (default: HOME)."),
+    ("QWEN_HOME", "Read by mnemo hooks, mcp install and import: Qwen Code's config "
+     "directory (default ~/.qwen)."),
     ("QWEN_RUNTIME_DIR", "Read by mnemo import: where Qwen Code may keep session data too."),
     ("APPDATA", "Read by mnemo mcp install on Windows: where Claude Desktop keeps its config."),
+    ("GEMINI_CLI_TRUSTED_FOLDERS_PATH", "Read by mnemo doctor and mnemo hooks: Gemini CLI's "
+     "trusted-folders file (default .gemini/trustedFolders.json)."),
+    ("GEMINI_CLI_TRUST_WORKSPACE", "Read by mnemo doctor and mnemo hooks: true or false "
+     "overrides Gemini CLI's folder trust, as it does for Gemini."),
+    ("GEMINI_RESTRICTED_MODE", "Read by mnemo doctor and mnemo hooks: true makes Gemini CLI "
+     "trust no folder."),
+    ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", "Read by mnemo doctor and mnemo hooks: Gemini CLI's "
+     "system settings (default /etc/gemini-cli/settings.json), which may turn folder trust "
+     "off."),
     ("MNEMO_BIN", "Read by the hook wrapper DATA/hooks/mnemo-hook.sh: the mnemo executable "
      "to run (default: the one that installed the hooks, else mnemo on PATH)."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "

@@ -6,7 +6,7 @@ function __mnemo_subcommands
         case ''
             echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor import hooks migrate config mcp
         case 'hooks'
-            echo install uninstall status
+            echo install uninstall status test
         case 'migrate'
             echo plan run revert
         case 'config'
@@ -46,6 +46,8 @@ function __mnemo_value_options
             echo --harness --project
         case 'hooks status'
             echo --harness --project
+        case 'hooks test'
+            echo --harness --project --prompt
         case 'migrate'
             echo --session --to
         case 'migrate plan'
@@ -192,12 +194,14 @@ complete -c mnemo -n '__mnemo_in \'import\'' -l 'write' -d 'Import for real (wit
 complete -c mnemo -n '__mnemo_in \'import\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'import\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'import\' 0' -a 'claude-code codex gemini qwen chatgpt claude-ai'
-complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'install' -d 'Merge mnemo\'s hooks into the harness\'s config (backed up first; idempotent).'
+complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'install' -d 'Add mnemo\'s hooks to the harness\'s config, in place (backed up first; idempotent).'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'uninstall' -d 'Remove mnemo\'s hooks (and nothing else) from the harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'status' -d 'Is mnemo installed in the harness\'s config, and does it reach a working mnemo?'
+complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'test' -d 'Run the installed prompt hook here, as the harness would, and show what the model gets.'
 complete -c mnemo -n '__mnemo_in \'hooks\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'hooks install\'' -l 'harness' -x -a 'claude-code codex gemini cursor qwen generic' -d 'The harness: claude-code, codex, gemini, cursor, qwen, generic.'
 complete -c mnemo -n '__mnemo_in \'hooks install\'' -l 'project' -r -F -d 'Use the project-level config of this directory instead of the user-level one.'
+complete -c mnemo -n '__mnemo_in \'hooks install\'' -l 'trust' -d 'Codex only: also record in Codex\'s config.toml that you trust mnemo\'s own entries (as its /hooks review would), so `codex exec` runs them. Nothing else is trusted.'
 complete -c mnemo -n '__mnemo_in \'hooks install\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'hooks install\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'hooks uninstall\'' -l 'harness' -x -a 'claude-code codex gemini cursor qwen generic' -d 'The harness: claude-code, codex, gemini, cursor, qwen, generic.'
@@ -208,6 +212,11 @@ complete -c mnemo -n '__mnemo_in \'hooks status\'' -l 'harness' -x -a 'claude-co
 complete -c mnemo -n '__mnemo_in \'hooks status\'' -l 'project' -r -F -d 'Use the project-level config of this directory instead of the user-level one.'
 complete -c mnemo -n '__mnemo_in \'hooks status\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'hooks status\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'hooks test\'' -l 'harness' -x -a 'claude-code codex gemini cursor qwen generic' -d 'The harness: claude-code, codex, gemini, cursor, qwen, generic.'
+complete -c mnemo -n '__mnemo_in \'hooks test\'' -l 'project' -r -F -d 'Use the project-level config of this directory instead of the user-level one.'
+complete -c mnemo -n '__mnemo_in \'hooks test\'' -l 'prompt' -x -d 'The sample prompt (default: a general question about the project).'
+complete -c mnemo -n '__mnemo_in \'hooks test\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'hooks test\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'migrate\' 0' -a 'plan' -d 'Show what would move, per namespace and table; writes nothing.'
 complete -c mnemo -n '__mnemo_arg \'migrate\' 0' -a 'run' -d 'Back up both databases, then move the rows (copy, verify, delete).'
 complete -c mnemo -n '__mnemo_arg \'migrate\' 0' -a 'revert' -d 'Move a migration\'s rows back, from its journal (or restore its backups).'

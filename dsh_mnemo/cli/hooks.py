@@ -54,17 +54,26 @@ def hook(
 
 @hooks_app.command("install")
 @reports
-def install(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False):
-    """Merge mnemo's hooks into the harness's config (backed up first; idempotent)."""
+def install(harness: HarnessOpt, project: ProjectOpt = None,
+            trust: Annotated[bool, typer.Option(
+                "--trust", help="Codex only: also record in Codex's config.toml that you "
+                "trust mnemo's own entries (as its /hooks review would), so `codex exec` "
+                "runs them. Nothing else is trusted.")] = False,
+            json: JsonOpt = False):
+    """Add mnemo's hooks to the harness's config, in place (backed up first; idempotent).
+
+    Every other hook, key and comment stays where it was; running it again when
+    nothing changed does not touch the file.
+    """
     settings()
-    return core.install(harness, project)
+    return core.install(harness, project, trust)
 
 
 @view("hooks-install")
 def _installed(result: Any) -> None:
     if result.action == "unchanged":
         out.print(f"mnemo's hooks for {result.harness} are already installed in "
-                  f"{escape(result.config_path or '-')}; nothing changed.")
+                  f"{escape(result.config_path or '-')}; the file was not changed.")
     elif result.config_path:
         out.print(f"{result.action.capitalize()} mnemo's hooks for {result.harness} in "
                   f"{escape(result.config_path)}")
@@ -72,6 +81,9 @@ def _installed(result: Any) -> None:
         out.print(f"Wrote the hook wrapper {escape(result.wrapper_path or '')}")
     if result.backup_path:
         out.print(f"  backup of the previous file: {escape(result.backup_path)}")
+    if result.trusted:
+        out.print(f"  trusted in Codex's config.toml: {len(result.trusted)} of mnemo's "
+                  "entries (only these)")
     for kind, command in result.commands.items():
         out.print(f"  {kind:<12} {escape(command)}")
     if result.next_steps:
@@ -93,6 +105,8 @@ def _uninstalled(result: Any) -> None:
     if result.action == "removed":
         out.print(f"Removed mnemo's hooks for {result.harness} from "
                   f"{escape(result.config_path or '')}")
+        if result.removed_file:
+            out.print("  mnemo had created that file and nothing else was in it: removed it")
         out.print(f"  backup of the previous file: {escape(result.backup_path or '')}")
     elif result.config_path:
         out.print(f"No mnemo hooks for {result.harness} in {escape(result.config_path)}; "
@@ -100,6 +114,8 @@ def _uninstalled(result: Any) -> None:
     else:
         out.print(f"The {result.harness} harness has no config file; stop calling "
                   f"{escape(result.wrapper_path or '')} from your harness.")
+    for step in result.next_steps:
+        out.print(f"  - {escape(step)}")
 
 
 @hooks_app.command("status")
@@ -115,8 +131,65 @@ def _status(report: Any) -> None:
     state = ("[bold green]installed[/]" if report.ok else
              "[bold yellow]installed, with problems[/]" if report.installed else
              "[bold yellow]not installed[/]")
+    if report.installed and report.trusted is False:
+        state = "[bold yellow]installed, but not trusted: it will not run[/]"
     out.print(f"{report.harness}: {state}")
-    out.print(f"  config   {escape(report.config_path or '-')}")
+    moved = f" ({report.config_dir_env})" if report.config_dir_env else ""
+    out.print(f"  config   {escape(report.config_path or '-')}{escape(moved)}")
     for kind, present in report.events.items():
-        out.print(f"  {kind:<8} {'yes' if present else 'no'}")
+        out.print(f"  {kind:<12} {'yes' if present else 'no'}")
     out.print(f"  mnemo    {escape(report.mnemo_path or '-')}")
+    for entry in report.trust:
+        if entry["ours"]:
+            out.print(f"  trust    {entry['event']}: {entry['state']}")
+    if report.last_injection is not None:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.last_injection / 1000))
+        out.print(f"  last injection  {when}")
+    elif report.installed:
+        out.print("  last injection  none recorded yet")
+    if report.folder_trust is not None:
+        folder = report.folder_trust
+        out.print(f"  folder   {escape(folder['path'])}: "
+                  f"{'trusted' if folder['trusted'] else 'NOT trusted'} by Gemini CLI")
+
+
+@hooks_app.command("test")
+@reports
+def test(harness: HarnessOpt, project: ProjectOpt = None,
+         prompt: Annotated[str | None, typer.Option(
+             "--prompt", help="The sample prompt (default: a general question about the "
+             "project).", show_default=False)] = None,
+         json: JsonOpt = False):
+    """Run the installed prompt hook here, as the harness would, and show what the model gets.
+
+    Sends a sample prompt event for the current directory to the command in the
+    harness's config and says whether the harness would run it (Codex trust,
+    Gemini folder trust, a moved config directory). The sample prompt is never
+    stored. Exits 8 when the harness would not run the hook.
+    """
+    settings()
+    return core.test(harness, project, prompt)
+
+
+@view("hooks-test")
+def _tested(result: Any) -> None:
+    verdict = "[bold green]yes[/]" if result.would_run else "[bold red]no[/]"
+    out.print(f"{result.harness}: would the harness run mnemo's prompt hook here? {verdict}")
+    moved = f" ({result.config_dir_env})" if result.config_dir_env else ""
+    out.print(f"  config     {escape(result.config_path or '-')}{escape(moved)}")
+    out.print(f"  command    {escape(result.command)}")
+    out.print(f"  directory  {escape(result.cwd)}")
+    ran = "timed out" if result.timed_out else f"exit {result.exit_code}"
+    out.print(f"  ran        {ran}, {result.duration_ms} ms")
+    for reason in result.blockers:
+        out.print(f"  [bold red]why not:[/] {escape(reason)}")
+    for note in result.notes:
+        out.print(f"  note: {escape(note)}")
+    if result.model_view:
+        out.print("  what the model reads:")
+        for line in result.model_view.splitlines():
+            out.print(f"    {escape(line)}")
+    for line in result.hook_log:
+        out.print(f"  hook log: {escape(line)}")

@@ -1,15 +1,25 @@
-"""`hooks install|uninstall|status`: mnemo's entries in a harness's config, as reports."""
+"""`hooks install|uninstall|status|test`: mnemo's entries in a harness's config, as reports."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..errors import ExitCode
 from ..harnesses import install as installer
 from ..report import Report
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..harnesses.probe import HookTest
 
-def install(harness: str, project: Path | None = None) -> Report:
-    return Report("hooks-install", installer.install(harness, project))
+
+def install(harness: str, project: Path | None = None, trust: bool = False) -> Report:
+    result = installer.install(harness, project, trust=trust)
+    report = Report("hooks-install", result)
+    if result.config_dir_env:
+        report.note(f"{result.config_dir_env} is set: wrote {result.config_path}, where "
+                    f"{harness} reads its config while that variable is set.")
+    return report
 
 
 def uninstall(harness: str, project: Path | None = None) -> Report:
@@ -21,4 +31,40 @@ def status(harness: str, project: Path | None = None) -> Report:
     report = Report("hooks-status", result)
     for problem in result.problems:
         report.warn(problem)
+    folder = result.folder_trust
+    if folder is not None and not folder["trusted"]:
+        from ..harnesses.gemini import trust_fix
+
+        report.warn(f"Gemini CLI runs no hooks at all in {folder['path']} "
+                    f"({folder['detail']}): {trust_fix(folder['path'])}")
     return report
+
+
+def test(harness: str, project: Path | None = None, prompt: str | None = None) -> Report:
+    """Run the installed prompt hook with a sample event here; never leaves a memory."""
+    from ..harnesses import probe
+
+    result = probe.run(harness, project, prompt=prompt)
+    _forget_test_turn(result)
+    report = Report("hooks-test", result)
+    if not result.would_run:
+        report.exit_code = ExitCode.PENDING
+    return report
+
+
+def _forget_test_turn(result: HookTest) -> None:
+    """Drop the pending turn the test prompt left in the spool (it is no memory)."""
+    import contextlib
+
+    from ..hook.spool import Spool
+
+    spool = Spool(Path(result.data_dir), result.harness, result.session_id, result.cwd)
+    if not spool.path.exists():
+        return
+    with contextlib.suppress(Exception), spool.locked() as state:
+        state.turns = []
+        state.captured = 0
+        state.targets = []
+        state.recent = []
+    with contextlib.suppress(OSError):
+        spool.lock_path.unlink()

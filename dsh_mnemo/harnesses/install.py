@@ -1,11 +1,22 @@
 """`mnemo hooks install|uninstall|status`: mnemo's entries in each harness's config.
 
 Install writes the fail-open wrapper (`hooks/mnemo-hook.sh`, with the path
-of this mnemo filled in) into `<data dir>/hooks/`, then merges one entry per
-event into the harness's config file: every other key and hook is kept, the
-file is backed up before it changes, and a second install changes nothing.
-Uninstall removes only mnemo's entries.  An entry is mnemo's when its
-command runs `mnemo-hook.sh` or `mnemo hook`.
+of this mnemo filled in) into `<data dir>/hooks/`, then edits one entry per
+event into the harness's config file, in place (`harnesses.jsonc`):
+
+- every other key, hook, comment and line of the file stays as it was, and
+  no entry ever changes position (Codex trusts hooks by position): mnemo's
+  entry is updated where it is, or appended at the end of its event;
+- a second install, with nothing to change, does not write at all;
+- the file is backed up before it changes; a file the harness itself could
+  not read is refused, untouched.
+
+Uninstall removes only mnemo's entries (for Codex, an entry followed by
+others becomes an empty group, so the others keep their position), and a
+file that mnemo created and that holds nothing else afterwards is removed.
+An entry is mnemo's when its command runs `mnemo-hook.sh` or `mnemo hook`.
+The user-level config directory follows each harness's own variable
+(`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`, `QWEN_HOME`).
 """
 
 from __future__ import annotations
@@ -23,11 +34,13 @@ from typing import Any
 
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError
+from . import jsonc
 from .registry import HARNESSES, NAMES, Harness
 
 WRAPPER_NAME = "mnemo-hook.sh"
 HOOK_TIMEOUT_SECONDS = 10  # above the wrapper's own kill limit (8 s + 1 s grace)
 WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@")
+CREATED_RECORD = "created.json"  # in <data dir>/hooks/: files and folders mnemo made
 
 _OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
 
@@ -43,6 +56,9 @@ class InstallResult:
     wrapper_path: str | None
     commands: dict[str, str] = field(default_factory=dict)
     next_steps: list[str] = field(default_factory=list)
+    config_dir_env: str | None = None  # the variable that placed the config, if set
+    trusted: list[str] = field(default_factory=list)  # Codex trust records written
+    removed_file: bool = False  # uninstall removed the file mnemo had created
 
 
 @dataclass
@@ -57,8 +73,19 @@ class HarnessStatus:
     wrapper_exists: bool
     mnemo_path: str | None
     mnemo_exists: bool
-    ok: bool  # installed and the command leads to a working mnemo
+    ok: bool  # installed, leads to a working mnemo, and (Codex) trusted
     problems: list[str] = field(default_factory=list)
+    config_dir_env: str | None = None
+    # Codex: the trust state of every command entry in the file.
+    trust: list[dict[str, Any]] = field(default_factory=list)
+    trusted: bool | None = None  # all of mnemo's entries trusted; None: no such step
+    trust_fix: str | None = None
+    # Gemini: would it run hooks at all in the current (or project) directory?
+    folder_trust: dict[str, Any] | None = None
+    # Files with mnemo's entries that the harness does not read (a moved config dir).
+    unread_configs: list[str] = field(default_factory=list)
+    # Epoch ms of the last time the prompt hook gave this harness context (injections).
+    last_injection: int | None = None
 
 
 # ─── Paths ─────────────────────────────────────────────────────────────────
@@ -71,16 +98,38 @@ def spec_for(harness: str) -> Harness:
     return spec
 
 
+def config_dir_variable(harness: str) -> str | None:
+    """The harness's config-directory variable, when it is set (non-empty)."""
+    spec = spec_for(harness)
+    name = spec.config_dir_env
+    return name if name and os.environ.get(name, "").strip() else None
+
+
+def user_config_dir(harness: str) -> Path | None:
+    """Where the harness keeps its user-level config, as it would find it."""
+    spec = spec_for(harness)
+    if spec.config_dir is None:
+        return None
+    variable = config_dir_variable(harness)
+    if variable:
+        moved = Path(os.environ[variable].strip()).expanduser()
+        moved = moved if moved.is_absolute() else Path.cwd() / moved
+        return moved / spec.config_dir if spec.config_dir_env_is_home else moved
+    return paths.home_dir() / spec.config_dir
+
+
 def config_path(harness: str, project: Path | None = None) -> Path | None:
     spec = spec_for(harness)
-    if spec.config_style == "none":
+    if spec.config_style == "none" or spec.config_dir is None:
         return None
     if project is not None:
         root = project.expanduser().resolve()
         if not root.is_dir():
             raise RefusedError(f"{project} is not a directory")
-        return root / str(spec.project_config)
-    return paths.home_dir() / str(spec.user_config)
+        return root / spec.config_dir / str(spec.config_file)
+    folder = user_config_dir(harness)
+    assert folder is not None
+    return folder / str(spec.config_file)
 
 
 def wrapper_path(base: Path | None = None) -> Path:
@@ -138,35 +187,271 @@ def command_for(wrapper: Path, harness: str, kind: str) -> str:
     return f"{shlex.quote(str(wrapper))} {kind} {harness}"
 
 
-def _timeout(spec: Harness) -> int | None:
+def timeout_for(spec: Harness, kind: str) -> int | None:
+    """The timeout written for `kind`, in the harness's unit."""
+    seconds = min(HOOK_TIMEOUT_SECONDS, spec.event_timeouts.get(kind, HOOK_TIMEOUT_SECONDS))
     if spec.timeout_unit == "s":
-        return HOOK_TIMEOUT_SECONDS
+        return seconds
     if spec.timeout_unit == "ms":
-        return HOOK_TIMEOUT_SECONDS * 1000
+        return seconds * 1000
     return None
 
 
-# ─── Reading and writing config files ──────────────────────────────────────
+def desired_entry(spec: Harness, wrapper: Path, kind: str) -> dict[str, Any]:
+    """mnemo's config entry for `kind`, exactly as install writes it."""
+    command = command_for(wrapper, spec.name, kind)
+    if spec.config_style == "flat":
+        return {"command": command}
+    entry: dict[str, Any] = {"type": "command", "command": command}
+    if spec.named_entries:
+        entry["name"] = f"mnemo-{kind}"
+    timeout = timeout_for(spec, kind)
+    if timeout is not None:
+        entry["timeout"] = timeout
+    return entry
 
-def _read_config(path: Path) -> dict[str, Any] | None:
-    """The parsed file, None if absent; refuses (never rewrites) what it cannot parse."""
+
+# ─── Reading config files ──────────────────────────────────────────────────
+
+def _open(path: Path, spec: Harness) -> tuple[jsonc.Editor, str | None]:
+    """An editor on the file (a new `{}` when it is absent or blank) and its text.
+
+    Refuses, untouched, what the harness itself could not read.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None
+        return jsonc.Editor("{}"), None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read {path}: {exc}") from None
     if not text.strip():
-        return {}
+        return jsonc.Editor("{}"), text
     try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise DataError(f"{path} is not valid JSON ({exc}); it was left untouched",
-                        hint="Fix or move the file, then run this again.") from None
-    if not isinstance(document, dict):
+        editor = jsonc.Editor(text, comments=spec.config_comments)
+    except jsonc.JsoncError as exc:
+        kind = "JSON (with comments)" if spec.config_comments else "valid JSON"
+        raise DataError(f"{path} is not {kind}: {exc}; it was left untouched",
+                        hint="Fix the file (the harness cannot read it either), then run "
+                             "this again.") from None
+    if not isinstance(editor.value, dict):
         raise DataError(f"{path} does not hold a JSON object; it was left untouched")
-    return document
+    return editor, text
 
+
+def _read_config(path: Path, spec: Harness) -> dict[str, Any] | None:
+    """The parsed file, None if absent; refuses what the harness could not read."""
+    if not path.exists():
+        return None
+    editor, _ = _open(path, spec)
+    return editor.value
+
+
+def is_ours(entry: object) -> bool:
+    return isinstance(entry, dict) and isinstance(entry.get("command"), str) \
+        and bool(_OURS.search(entry["command"]))
+
+
+@dataclass(frozen=True)
+class Located:
+    """One of mnemo's entries: `handler` is None for an entry directly in the list."""
+
+    event: str
+    group: int
+    handler: int | None
+    entry: dict[str, Any]
+
+    def path(self) -> jsonc.Path_:
+        base: jsonc.Path_ = ("hooks", self.event, self.group)
+        return base if self.handler is None else (*base, "hooks", self.handler)
+
+
+def find_ours(document: dict[str, Any]) -> list[Located]:
+    """mnemo's entries, in file order."""
+    found: list[Located] = []
+    hooks = document.get("hooks")
+    if not isinstance(hooks, dict):
+        return found
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for gi, group in enumerate(groups):
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                for hi, entry in enumerate(group["hooks"]):
+                    if is_ours(entry):
+                        found.append(Located(event, gi, hi, entry))
+            elif is_ours(group):
+                found.append(Located(event, gi, None, group))
+    return found
+
+
+def _find_ours(document: dict[str, Any], spec: Harness | None = None) -> dict[str, list[str]]:
+    """Event name → commands of mnemo's entries found under it."""
+    found: dict[str, list[str]] = {}
+    for located in find_ours(document):
+        found.setdefault(located.event, []).append(located.entry["command"])
+    return found
+
+
+# ─── Editing ───────────────────────────────────────────────────────────────
+
+def _check_shape(document: dict[str, Any], path: Path) -> None:
+    hooks = document.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise DataError(f"{path}: `hooks` is not an object; it was left untouched")
+    for name, groups in (hooks or {}).items():
+        if not isinstance(groups, list):
+            raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")
+
+
+def _is_placeholder(group: object) -> bool:
+    return isinstance(group, dict) and group.get("hooks") == [] and \
+        set(group) <= {"hooks", "matcher"}
+
+
+def _remove(editor: jsonc.Editor, spec: Harness, located: Located, *,
+            keep_positions: bool = False) -> None:
+    """Remove one of mnemo's entries (its group too when nothing else is in it).
+
+    With `keep_positions`, an entry that shares its group with later handlers is
+    left alone: removing it would move them (and lose their Codex trust).
+    """
+    groups = editor.value["hooks"][located.event]
+    event_path: jsonc.Path_ = ("hooks", located.event)
+    group = groups[located.group]
+    if located.handler is not None and len(group["hooks"]) > 1:
+        if keep_positions and located.handler < len(group["hooks"]) - 1:
+            return
+        editor.delete(located.path())
+    elif spec.positional_trust and located.group < len(groups) - 1:
+        # Later groups keep their index (and so their Codex trust): leave it empty.
+        if located.handler is None:
+            editor.replace((*event_path, located.group), {"hooks": []})
+        else:
+            editor.replace((*event_path, located.group, "hooks"), [])
+    else:
+        editor.delete((*event_path, located.group))
+        if spec.positional_trust:  # trailing empty groups hold no position for anyone
+            while editor.value["hooks"][located.event] and \
+                    _is_placeholder(editor.value["hooks"][located.event][-1]):
+                editor.delete((*event_path, len(editor.value["hooks"][located.event]) - 1))
+    if editor.value["hooks"][located.event] == []:
+        editor.delete(event_path)
+    if editor.value["hooks"] == {}:
+        editor.delete(("hooks",))
+
+
+def _remove_all(editor: jsonc.Editor, spec: Harness, chosen: list[Located], *,
+                keep_positions: bool = False) -> None:
+    """Remove `chosen`, last first, so earlier positions stay valid meanwhile."""
+    for located in sorted(chosen, key=lambda x: (x.event, x.group, x.handler or 0),
+                          reverse=True):
+        _remove(editor, spec, located, keep_positions=keep_positions)
+
+
+def _new_group(spec: Harness, entry: dict[str, Any]) -> Any:
+    return entry if spec.config_style == "flat" else {"hooks": [entry]}
+
+
+def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Path) -> None:
+    _check_shape(editor.value, path)
+    wanted = {spec.event_names[kind]: kind for kind in spec.installed_events}
+    ours = find_ours(editor.value)
+    # 1. Update mnemo's first entry of each event where it is.
+    kept: set[str] = set()
+    extra: list[Located] = []
+    for located in ours:
+        kind = wanted.get(located.event)
+        if kind is None or located.event in kept:
+            extra.append(located)  # an event mnemo no longer uses, or a duplicate
+            continue
+        kept.add(located.event)
+        desired = desired_entry(spec, wrapper, kind)
+        if located.handler is None and spec.config_style != "flat":
+            editor.replace(located.path(), _new_group(spec, desired))
+        else:
+            editor.replace(located.path(), desired)
+    # 2. Drop duplicates and entries under events mnemo does not install.
+    _remove_all(editor, spec, extra, keep_positions=spec.positional_trust)
+    # 3. Append what is missing, at the end of its event: nothing moves.
+    for kind in spec.installed_events:
+        name = spec.event_names[kind]
+        if name in kept:
+            continue
+        group = _new_group(spec, desired_entry(spec, wrapper, kind))
+        hooks = editor.value.get("hooks")
+        if hooks is None:
+            editor.append((), {name: [group]}, key="hooks")
+        elif name not in hooks:
+            editor.append(("hooks",), [group], key=name)
+        else:
+            editor.append(("hooks", name), group)
+    if spec.config_style == "flat" and "version" not in editor.value:
+        editor.append((), 1, key="version")
+
+
+def fresh_document(harness: str, wrapper: Path) -> dict[str, Any]:
+    """What install writes into an empty config file (the hooks/*.json snippets)."""
+    spec = spec_for(harness)
+    editor = jsonc.Editor("{}")
+    _apply_install(editor, spec, wrapper, Path(f"<{harness}>"))
+    return editor.value
+
+
+def _without_ours(document: dict[str, Any], spec: Harness) -> Any:
+    """The document with mnemo's entries (and what only they filled) taken out."""
+    clone = json.loads(json.dumps(document))
+    hooks = clone.get("hooks")
+    if not isinstance(hooks, dict):
+        return clone
+    for name in list(hooks):
+        kept = []
+        for group in hooks[name]:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not is_ours(h)]
+                if not inner and (len(group["hooks"]) or _is_placeholder(group)):
+                    continue
+                kept.append({**group, "hooks": inner})
+            elif not is_ours(group):
+                kept.append(group)
+        if kept:
+            hooks[name] = kept
+        else:
+            del hooks[name]
+    if not hooks:
+        del clone["hooks"]
+    if spec.config_style == "flat":
+        clone.pop("version", None)
+    return clone
+
+
+def _positions(document: dict[str, Any]) -> dict[tuple[str, int, int], str]:
+    """(event, group, handler) → command of every entry that is not mnemo's."""
+    found: dict[tuple[str, int, int], str] = {}
+    for name, groups in (document.get("hooks") or {}).items():
+        for gi, group in enumerate(groups if isinstance(groups, list) else []):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for hi, entry in enumerate(handlers if isinstance(handlers, list) else []):
+                if not is_ours(entry):
+                    found[(name, gi, hi)] = json.dumps(entry, sort_keys=True)
+    return found
+
+
+def _verify(before: dict[str, Any], after: dict[str, Any], spec: Harness, path: Path,
+            *, moved_ok: bool = False) -> None:
+    """Every foreign key and hook is as it was (and, for Codex, where it was)."""
+    if not jsonc.same(_without_ours(before, spec), _without_ours(after, spec)):
+        raise MnemoError(f"internal error: editing {path} would change more than mnemo's "
+                         "entries; the file was left untouched",
+                         hint="Please report this with a copy of the file.")
+    if spec.positional_trust and not moved_ok:
+        old, new = _positions(before), _positions(after)
+        if any(new.get(where) != entry for where, entry in old.items()):
+            raise MnemoError(f"internal error: editing {path} would move other hooks; the "
+                             "file was left untouched",
+                             hint="Please report this with a copy of the file.")
+
+
+# ─── Backups, writes and what mnemo created ────────────────────────────────
 
 def _backup(path: Path, harness: str, base: Path | None) -> Path:
     folder = paths.backups_dir(base) / "hooks"
@@ -177,123 +462,94 @@ def _backup(path: Path, harness: str, base: Path | None) -> Path:
     return target
 
 
-def _write_config(path: Path, document: dict[str, Any]) -> None:
+def _write_text(path: Path, text: str) -> None:
+    """Replace the file's text (through a symlink, to the file it points at)."""
     from ..fsutil import atomic_write_text
 
+    target = path.resolve() if path.is_symlink() else path
     try:
-        mode = path.stat().st_mode & 0o777
+        mode = target.stat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
-    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", mode=mode)
+    atomic_write_text(target, text, mode=mode)
 
 
-def is_ours(entry: object) -> bool:
-    return isinstance(entry, dict) and isinstance(entry.get("command"), str) \
-        and bool(_OURS.search(entry["command"]))
+def _created_record(base: Path | None) -> Path:
+    return (base or paths.data_dir()) / "hooks" / CREATED_RECORD
 
 
-def _hooks_table(document: dict[str, Any], path: Path) -> dict[str, Any]:
-    hooks = document.get("hooks")
-    if hooks is None:
-        hooks = document["hooks"] = {}
-    if not isinstance(hooks, dict):
-        raise DataError(f"{path}: `hooks` is not an object; it was left untouched")
-    return hooks
+def _load_created(base: Path | None) -> dict[str, list[str]]:
+    try:
+        raw = json.loads(_created_record(base).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"files": [], "dirs": []}
+    return {k: [str(p) for p in raw.get(k, []) if isinstance(p, str)] for k in ("files", "dirs")}
 
 
-def remove_ours(document: dict[str, Any], spec: Harness, path: Path) -> None:
-    """Drop mnemo's entries (and only groups/lists that held nothing else)."""
-    if not isinstance(document.get("hooks"), dict):
-        return
-    hooks = document["hooks"]
-    for name in list(hooks):
-        groups = hooks[name]
-        if not isinstance(groups, list):
-            continue
-        kept: list[Any] = []
-        changed = False
-        for group in groups:
-            if spec.config_style == "flat":
-                if is_ours(group):
-                    changed = True
-                    continue
-                kept.append(group)
-                continue
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                inner = [h for h in group["hooks"] if not is_ours(h)]
-                if len(inner) != len(group["hooks"]):
-                    changed = True
-                    if not inner:
-                        continue
-                    group = {**group, "hooks": inner}
-            elif is_ours(group):  # a flat entry someone wrote by hand
-                changed = True
-                continue
-            kept.append(group)
-        if changed:
-            if kept:
-                hooks[name] = kept
-            else:
-                del hooks[name]
-    if not hooks:
-        del document["hooks"]
+def _save_created(base: Path | None, record: dict[str, list[str]]) -> None:
+    from ..fsutil import atomic_write_text
+
+    atomic_write_text(_created_record(base), json.dumps(record, indent=2) + "\n")
 
 
-def add_ours(document: dict[str, Any], spec: Harness, wrapper: Path,
-             path: Path) -> dict[str, str]:
-    hooks = _hooks_table(document, path)
-    commands: dict[str, str] = {}
-    timeout = _timeout(spec)
-    for kind in spec.installed_events:
-        name = spec.event_names[kind]
-        command = command_for(wrapper, spec.name, kind)
-        commands[kind] = command
-        groups = hooks.setdefault(name, [])
-        if not isinstance(groups, list):
-            raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")
-        if spec.config_style == "flat":
-            groups.append({"command": command})
-            continue
-        entry: dict[str, Any] = {"type": "command", "command": command}
-        if spec.named_entries:
-            entry["name"] = f"mnemo-{kind}"
-        if timeout is not None:
-            entry["timeout"] = timeout
-        groups.append({"hooks": [entry]})
-    if spec.config_style == "flat":
-        document.setdefault("version", 1)
-    return commands
+def _make_parents(path: Path) -> list[Path]:
+    """Create the file's missing folders; the ones made, outermost first."""
+    missing = []
+    folder = path.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return list(reversed(missing))
 
 
 # ─── The three operations ──────────────────────────────────────────────────
 
 def install(harness: str, project: Path | None = None, *,
-            base: Path | None = None) -> InstallResult:
+            base: Path | None = None, trust: bool = False) -> InstallResult:
     spec = spec_for(harness)
+    if trust and not spec.positional_trust:
+        raise RefusedError(f"--trust applies to Codex only: {harness} has no per-hook trust "
+                           "records for mnemo to write",
+                           hint="Run the install without --trust; its next steps say what "
+                                "the harness needs.")
     path = config_path(harness, project)
     wrapper = write_wrapper(base)
+    variable = None if project is not None else config_dir_variable(harness)
     if path is None:  # generic: nothing to merge into
         return InstallResult(harness=harness, action="installed", config_path=None,
                              backup_path=None, wrapper_path=str(wrapper),
                              commands={k: command_for(wrapper, harness, k)
                                        for k in spec.installed_events},
                              next_steps=list(spec.next_steps))
-    existing = _read_config(path)
-    document = json.loads(json.dumps(existing)) if existing is not None else {}
-    remove_ours(document, spec, path)
-    commands = add_ours(document, spec, wrapper, path)
-    if existing is not None and document == existing:
-        return InstallResult(harness=harness, action="unchanged", config_path=str(path),
-                             backup_path=None, wrapper_path=str(wrapper), commands=commands,
-                             next_steps=list(spec.next_steps))
-    backup = _backup(path, harness, base) if existing is not None else None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_config(path, document)
-    had_ours = existing is not None and _find_ours(existing, spec)
-    return InstallResult(harness=harness, action="updated" if had_ours else "installed",
-                         config_path=str(path), backup_path=str(backup) if backup else None,
-                         wrapper_path=str(wrapper), commands=commands,
-                         next_steps=list(spec.next_steps))
+    editor, original = _open(path, spec)
+    before = json.loads(json.dumps(editor.value))
+    had_ours = bool(find_ours(before))
+    _apply_install(editor, spec, wrapper, path)
+    _verify(before, editor.value, spec, path)
+    commands = {k: command_for(wrapper, harness, k) for k in spec.installed_events}
+    result = InstallResult(harness=harness, action="unchanged", config_path=str(path),
+                           backup_path=None, wrapper_path=str(wrapper), commands=commands,
+                           next_steps=list(spec.next_steps), config_dir_env=variable)
+    text = editor.text if original is not None and original.strip() else \
+        jsonc.dumps(editor.value)
+    if original is None or text != original:
+        if original is not None:
+            result.backup_path = str(_backup(path, harness, base))
+        made = _make_parents(path) if original is None else []
+        _write_text(path, text)
+        if original is None:
+            record = _load_created(base)
+            record["files"] = sorted({*record["files"], str(path)})
+            record["dirs"] = sorted({*record["dirs"], *map(str, made)})
+            _save_created(base, record)
+        result.action = "updated" if had_ours else "installed"
+    if spec.positional_trust:
+        result.trusted, step = _codex_trust(harness, path, project, trust)
+        result.next_steps = [step] if step else []
+    if harness == "gemini":
+        result.next_steps = _gemini_steps(harness, project)
+    return result
 
 
 def uninstall(harness: str, project: Path | None = None, *,
@@ -303,35 +559,168 @@ def uninstall(harness: str, project: Path | None = None, *,
     if path is None:
         return InstallResult(harness=harness, action="absent", config_path=None,
                              backup_path=None, wrapper_path=str(wrapper_path(base)))
-    existing = _read_config(path)
-    if existing is None or not _find_ours(existing, spec):
+    variable = None if project is not None else config_dir_variable(harness)
+    if not path.exists():
         return InstallResult(harness=harness, action="absent", config_path=str(path),
-                             backup_path=None, wrapper_path=None)
-    document = json.loads(json.dumps(existing))
-    remove_ours(document, spec, path)
-    backup = _backup(path, harness, base)
-    _write_config(path, document)
-    return InstallResult(harness=harness, action="removed", config_path=str(path),
-                         backup_path=str(backup), wrapper_path=None)
+                             backup_path=None, wrapper_path=None, config_dir_env=variable)
+    editor, original = _open(path, spec)
+    before = json.loads(json.dumps(editor.value))
+    ours = find_ours(before)
+    if not ours:
+        return InstallResult(harness=harness, action="absent", config_path=str(path),
+                             backup_path=None, wrapper_path=None, config_dir_env=variable)
+    _check_shape(before, path)
+    _remove_all(editor, spec, ours)
+    if spec.config_style == "flat" and set(editor.value) == {"version"} \
+            and editor.value["version"] == 1:
+        editor.delete(("version",))
+    _verify(before, editor.value, spec, path, moved_ok=True)
+    result = InstallResult(harness=harness, action="removed", config_path=str(path),
+                           backup_path=str(_backup(path, harness, base)), wrapper_path=None,
+                           config_dir_env=variable)
+    record = _load_created(base)
+    if editor.value == {} and str(path) in record["files"]:
+        path.unlink()
+        result.removed_file = True
+        record["files"].remove(str(path))
+        for folder in sorted(record["dirs"], key=len, reverse=True):
+            if Path(folder) in path.parents:
+                try:
+                    Path(folder).rmdir()  # only when empty
+                except OSError:
+                    continue
+                record["dirs"].remove(folder)
+        _save_created(base, record)
+    else:
+        _write_text(path, editor.text)
+    if spec.positional_trust:
+        result.next_steps = _codex_moved_steps(before, editor.value, path)
+    return result
 
 
-def _find_ours(document: dict[str, Any], spec: Harness) -> dict[str, list[str]]:
-    """Event name → commands of mnemo's entries found under it."""
-    found: dict[str, list[str]] = {}
-    hooks = document.get("hooks")
-    if not isinstance(hooks, dict):
-        return found
-    for name, groups in hooks.items():
-        if not isinstance(groups, list):
-            continue
-        for group in groups:
-            entries = group.get("hooks") if isinstance(group, dict) and \
-                isinstance(group.get("hooks"), list) else [group]
-            for entry in entries:
-                if is_ours(entry):
-                    found.setdefault(name, []).append(entry["command"])
-    return found
+# ─── Trust: Codex hooks, Gemini folders ────────────────────────────────────
 
+def codex_config_toml(project: Path | None = None) -> Path:
+    """The user's Codex config.toml, where trust records live (also for project hooks)."""
+    folder = user_config_dir("codex")
+    assert folder is not None
+    return folder / "config.toml"
+
+
+def codex_key_file(path: Path, project: Path | None) -> Path:
+    """The hooks file as Codex spells it in trust keys: `$CODEX_HOME` resolved
+    (Codex canonicalizes it), but `$HOME/.codex` as HOME is given (it does not)."""
+    if project is not None or config_dir_variable("codex"):
+        return path.resolve()
+    home = os.environ.get("HOME")
+    return Path(home).absolute() / ".codex" / "hooks.json" if home else path
+
+
+def _codex_trust(harness: str, path: Path, project: Path | None,
+                 write: bool) -> tuple[list[str], str | None]:
+    """Write trust for mnemo's entries if asked; the step still to do, if any."""
+    from . import codex
+
+    document = _read_config(path, spec_for(harness)) or {}
+    config = codex_config_toml(project)
+    written: list[str] = []
+    if write:
+        ours = [e for e in codex.command_entries(document) if is_ours(e.spec)]
+        written = codex.trust(config, codex_key_file(path, project), ours)
+    status = harness_status(harness, project)
+    steps = []
+    if status.trusted is False and any(e["ours"] and e["state"] != codex.TRUSTED
+                                       for e in status.trust):
+        steps.append(spec_for(harness).next_steps[0])
+    if project is not None and not codex.project_trusted(config, path.parent.parent):
+        steps.append(f"Codex reads {path} only in a trusted project: trust "
+                     f"{path.parent.parent} when Codex asks (or set [projects."
+                     f'"{path.parent.parent}"] trust_level = "trusted" in {config}).')
+    return written, " ".join(steps) or None
+
+
+def _codex_moved_steps(before: dict[str, Any], after: dict[str, Any], path: Path) -> list[str]:
+    moved = [cmd for where, cmd in _positions(before).items()
+             if _positions(after).get(where) != cmd]
+    if not moved:
+        return []
+    return [f"Removing mnemo's entries moved {len(moved)} of your other hooks in {path}; "
+            "Codex now treats them as new and skips them until you trust them again in "
+            "/hooks."]
+
+
+def _gemini_steps(harness: str, project: Path | None) -> list[str]:
+    spec = spec_for(harness)
+    steps = list(spec.next_steps)
+    if project is not None:
+        steps.append("Project-level hooks: on the first run in this project Gemini CLI "
+                     "prints a warning listing them, runs them, and trusts them from then "
+                     "on (until their name or command changes).")
+    trust = gemini_folder_trust(project or Path.cwd())
+    if trust is not None and not trust["trusted"]:
+        from .gemini import trust_fix
+
+        steps.append(f"Gemini CLI does not trust {trust['path']} ({trust['detail']}): "
+                     + trust_fix(trust["path"]))
+    return steps
+
+
+def gemini_folder_trust(directory: Path) -> dict[str, Any] | None:
+    from dataclasses import asdict
+
+    from .gemini import folder_trust
+
+    folder = user_config_dir("gemini")
+    if folder is None:
+        return None
+    try:
+        resolved = directory.resolve()
+    except OSError:
+        resolved = directory
+    return asdict(folder_trust(resolved, folder))
+
+
+def _codex_status(path: Path, document: dict[str, Any] | None, project: Path | None,
+                  status: HarnessStatus) -> None:
+    from . import codex
+
+    config = codex_config_toml(project)
+    try:
+        entries = codex.assess(codex_key_file(path, project), document or {}, config,
+                               is_ours)
+    except DataError as exc:
+        status.problems.append(f"cannot read Codex's trust records: {exc.message}")
+        status.trusted = False
+        return
+    status.trust = [{"event": e.event, "key": e.key, "command": e.command, "ours": e.ours,
+                     "state": e.state} for e in entries]
+    mine = [e for e in entries if e.ours]
+    if not mine:
+        return
+    bad = [e for e in mine if e.state != codex.TRUSTED]
+    status.trusted = not bad
+    if project is not None and not codex.project_trusted(config, path.parent.parent):
+        status.trusted = False
+        status.problems.append(f"Codex does not read {path}: the project "
+                               f"{path.parent.parent} is not trusted in {config}")
+    if bad:
+        words = {codex.UNTRUSTED: "not trusted yet", codex.CHANGED: "changed since trusted",
+                 codex.DISABLED: "disabled in /hooks"}
+        listed = ", ".join(f"{e.event} ({words[e.state]})" for e in bad)
+        flag = " --project " + shlex.quote(str(project)) if project is not None else ""
+        status.trust_fix = (
+            "Trust them in Codex's /hooks review, or run `mnemo hooks install --harness "
+            f"codex{flag} --trust` (records trust for mnemo's own entries only).")
+        status.problems.append(f"Codex will skip mnemo's {listed} hook(s) without a word: "
+                               + status.trust_fix)
+    others = [e for e in entries if not e.ours and e.state != codex.TRUSTED]
+    if others:
+        status.problems.append(
+            f"{len(others)} other hook(s) in {path} are not trusted by Codex (it skips them): "
+            + ", ".join(f"{e.event} {e.command!r}" for e in others[:3]))
+
+
+# ─── Status ────────────────────────────────────────────────────────────────
 
 def _wrapper_target(wrapper: Path) -> str | None:
     """The mnemo executable an installed wrapper runs."""
@@ -367,12 +756,32 @@ def _command_target(command: str) -> tuple[Path | None, str | None]:
     return None, None
 
 
+def _unread_configs(harness: str) -> list[str]:
+    """The default user-level file, when a variable moved the config and it still
+    holds mnemo's entries (the harness no longer reads it)."""
+    spec = spec_for(harness)
+    if not config_dir_variable(harness) or spec.config_dir is None:
+        return []
+    default = paths.home_dir() / spec.config_dir / str(spec.config_file)
+    if default == config_path(harness):
+        return []
+    try:
+        document = _read_config(default, spec)
+    except DataError:
+        return []
+    return [str(default)] if document and find_ours(document) else []
+
+
 def harness_status(harness: str, project: Path | None = None, *,
-                   base: Path | None = None) -> HarnessStatus:
-    """Is mnemo installed for `harness`, and does its command reach a working mnemo?"""
+                   base: Path | None = None, cwd: Path | None = None) -> HarnessStatus:
+    """Is mnemo installed for `harness`, does its command reach a working mnemo, and
+    will the harness run it (Codex trust, Gemini folder trust of `cwd`)?"""
+    from .injections import last_injection
+
     spec = spec_for(harness)
     path = config_path(harness, project)
     problems: list[str] = []
+    injected = last_injection(base or paths.data_dir(), harness)
     if path is None:
         wrapper = wrapper_path(base)
         mnemo = _wrapper_target(wrapper) if wrapper.exists() else None
@@ -386,13 +795,14 @@ def harness_status(harness: str, project: Path | None = None, *,
                              installed=wrapper.exists(), events={}, commands=[],
                              wrapper_path=str(wrapper), wrapper_exists=wrapper.exists(),
                              mnemo_path=mnemo, mnemo_exists=mnemo_ok,
-                             ok=wrapper.exists() and mnemo_ok, problems=problems)
+                             ok=wrapper.exists() and mnemo_ok, problems=problems,
+                             last_injection=injected)
     try:
-        document = _read_config(path)
+        document = _read_config(path, spec)
     except DataError as exc:
         document = None
         problems.append(exc.message)
-    found = _find_ours(document or {}, spec)
+    found = _find_ours(document or {})
     events = {kind: spec.event_names[kind] in found for kind in spec.installed_events}
     commands = [c for cs in found.values() for c in cs]
     installed = bool(events) and all(events.values())
@@ -404,10 +814,16 @@ def harness_status(harness: str, project: Path | None = None, *,
             break
     wrapper_exists = bool(wrapper_file and wrapper_file.exists())
     mnemo_ok = bool(mnemo and os.path.isfile(mnemo) and os.access(mnemo, os.X_OK))
+    variable = None if project is not None else config_dir_variable(harness)
+    unread = [] if project is not None else _unread_configs(harness)
     if document is not None and not found:
         problems.append(f"no mnemo entries in {path}")
     elif document is None and not problems:
         problems.append(f"{path} does not exist")
+    for other in unread:
+        problems.append(f"mnemo's entries are in {other}, which {harness} does not read while "
+                        f"{variable} is set: run `mnemo hooks install --harness {harness}` "
+                        f"(writes {path})")
     missing = [spec.event_names[k] for k, v in events.items() if not v]
     if found and missing:
         problems.append(f"missing entries for {', '.join(missing)}")
@@ -415,11 +831,18 @@ def harness_status(harness: str, project: Path | None = None, *,
         problems.append(f"the hook command runs {wrapper_file}, which does not exist")
     if commands and not mnemo_ok:
         problems.append(f"the hook command does not lead to an existing mnemo ({mnemo})")
-    return HarnessStatus(harness=harness, config_path=str(path),
-                         config_exists=document is not None, installed=installed,
-                         events=events, commands=commands,
-                         wrapper_path=str(wrapper_file) if wrapper_file else None,
-                         wrapper_exists=wrapper_exists, mnemo_path=mnemo,
-                         mnemo_exists=mnemo_ok, ok=installed and mnemo_ok and (
-                             wrapper_file is None or wrapper_exists),
-                         problems=problems)
+    status = HarnessStatus(harness=harness, config_path=str(path),
+                           config_exists=document is not None, installed=installed,
+                           events=events, commands=commands,
+                           wrapper_path=str(wrapper_file) if wrapper_file else None,
+                           wrapper_exists=wrapper_exists, mnemo_path=mnemo,
+                           mnemo_exists=mnemo_ok, ok=False, problems=problems,
+                           config_dir_env=variable, unread_configs=unread,
+                           last_injection=injected)
+    if spec.positional_trust and found:
+        _codex_status(path, document, project, status)
+    if harness == "gemini" and found:
+        status.folder_trust = gemini_folder_trust(project or cwd or Path.cwd())
+    status.ok = installed and mnemo_ok and (wrapper_file is None or wrapper_exists) \
+        and status.trusted is not False
+    return status

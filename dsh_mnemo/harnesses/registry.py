@@ -12,7 +12,7 @@ functions, cheap to import on the hook path.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # mnemo's own event names, as `mnemo hook EVENT` takes them.
 EVENTS = ("prompt", "turn-end", "session-end")
@@ -29,9 +29,10 @@ class Harness:
     event_names: dict[str, str]
     # Events `hooks install` registers (a subset of `event_names`).
     installed_events: tuple[str, ...]
-    # Config file relative to $HOME (user level) and to a project root.
-    user_config: str | None
-    project_config: str | None
+    # The config directory, relative to $HOME (user level) or a project root, and
+    # the file in it that holds the hooks (None: no config file).
+    config_dir: str | None
+    config_file: str | None
     # "nested": {"hooks": {Event: [{"hooks": [entry]}]}} (Claude Code style);
     # "flat": {"version": 1, "hooks": {event: [entry]}} (Cursor);
     # "none": no config file (generic harnesses call the wrapper themselves).
@@ -58,62 +59,96 @@ class Harness:
     stop_needs_json: bool = False
     # Config entries carry a `name` (shown in the harness's hook list).
     named_entries: bool = False
+    # The variable that moves the user-level config directory, and whether it
+    # names that directory itself or (Gemini) a home holding `config_dir`.
+    config_dir_env: str | None = None
+    config_dir_env_is_home: bool = False
+    # The harness reads its settings file as JSON with `//` and `/* */` comments.
+    config_comments: bool = False
+    # Per-event timeouts (in seconds) where the harness caps the usual one.
+    event_timeouts: dict[str, int] = field(default_factory=dict)
+    # Hooks are trusted per entry, by position in the file (Codex): entries are
+    # never moved, and removing one leaves an empty group while later ones exist.
+    positional_trust: bool = False
+    # How the prompt hook's context reaches the model: "system" (Claude Code: a
+    # system message `UserPromptSubmit hook additional context: …`), "developer"
+    # (Codex: a developer message, as is), "hook_context" (Gemini:
+    # `<hook_context>…</hook_context>`, `<` `>` escaped), "qwen" (Qwen:
+    # `<qwen:user-prompt-submit-context>…`, escaped), "stdout" (generic), None.
+    context_shape: str | None = None
     next_steps: tuple[str, ...] = ()
 
     @property
     def can_inject(self) -> bool:
         return self.output != "none"
 
+    @property
+    def escapes_context(self) -> bool:
+        """The harness HTML-escapes `<` and `>` (not `&`) in the context it passes on."""
+        return self.context_shape in ("hook_context", "qwen")
+
+    @property
+    def user_config(self) -> str | None:
+        """The config file relative to $HOME (when no variable moves it)."""
+        return f"{self.config_dir}/{self.config_file}" if self.config_dir else None
+
+    @property
+    def project_config(self) -> str | None:
+        return self.user_config
+
 
 _CLAUDE_EVENTS = {"prompt": "UserPromptSubmit", "turn-end": "Stop", "session-end": "SessionEnd"}
+_ALL = ("prompt", "turn-end", "session-end")
 
 HARNESS_LIST: tuple[Harness, ...] = (
     Harness(
-        "claude-code", _CLAUDE_EVENTS, ("prompt", "turn-end", "session-end"),
-        ".claude/settings.json", ".claude/settings.json", "nested", "s", "hook-json",
-        project_env=("CLAUDE_PROJECT_DIR",), transcript_jsonl=True,
+        "claude-code", _CLAUDE_EVENTS, _ALL, ".claude", "settings.json", "nested", "s",
+        "hook-json", project_env=("CLAUDE_PROJECT_DIR",), transcript_jsonl=True,
+        config_dir_env="CLAUDE_CONFIG_DIR", context_shape="system",
         next_steps=("Start a new Claude Code session (or run /hooks) so it loads the new "
                     "hooks.",)),
     Harness(
-        "codex", _CLAUDE_EVENTS, ("prompt", "turn-end"),
-        ".codex/hooks.json", ".codex/hooks.json", "nested", "s", "hook-json",
-        stop_needs_json=True,
+        "codex", _CLAUDE_EVENTS, _ALL, ".codex", "hooks.json", "nested", "s", "hook-json",
+        stop_needs_json=True, config_dir_env="CODEX_HOME", positional_trust=True,
+        # Codex clamps a SessionEnd timeout to 3 s, and warns about it at every start.
+        event_timeouts={"session-end": 3}, context_shape="developer",
         next_steps=(
-            "Codex asks you to review new or changed hooks: open Codex and run /hooks to "
-            "trust mnemo's entries; until then they do not run.",
-            "If your Codex version keeps hooks behind a feature flag, add `hooks = true` "
-            "under [features] in ~/.codex/config.toml.",
-            "Codex has no confirmed session-end event; pending turns are stored by the "
-            "next prompt or turn end instead.")),
+            "Codex runs a new or changed hook only once you have trusted it, and `codex "
+            "exec` skips an untrusted one without a word: open Codex and trust mnemo's "
+            "entries in /hooks, or run `mnemo hooks install --harness codex --trust` to "
+            "record that trust for mnemo's own entries in Codex's config.toml.",)),
     Harness(
         "gemini", {"prompt": "BeforeAgent", "turn-end": "AfterAgent",
-                   "session-end": "SessionEnd"}, ("prompt", "turn-end", "session-end"),
-        ".gemini/settings.json", ".gemini/settings.json", "nested", "ms", "hook-json",
+                   "session-end": "SessionEnd"}, _ALL,
+        ".gemini", "settings.json", "nested", "ms", "hook-json",
         turn_user_fields=("prompt",),  # AfterAgent repeats the prompt
         project_env=("GEMINI_PROJECT_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR"),
         session_env=("GEMINI_SESSION_ID",), named_entries=True,
-        next_steps=("Gemini CLI fingerprints hooks and asks you to trust new or changed ones "
-                    "(project hooks only run in a trusted folder): review them with /hooks "
-                    "in Gemini CLI.",)),
+        config_dir_env="GEMINI_CLI_HOME", config_dir_env_is_home=True, config_comments=True,
+        context_shape="hook_context",
+        next_steps=(
+            "Gemini CLI runs no hooks at all (yours included) in a folder you have not "
+            "trusted, and `gemini -p` refuses to start there (exit 55): trust each project "
+            "folder in Gemini's trust dialog (or in trustedFolders.json). User-level hooks "
+            "need nothing else; project-level ones are announced once, then trusted.",)),
     Harness(
         "cursor", {"prompt": "beforeSubmitPrompt", "turn-end": "stop",
-                   "session-end": "sessionEnd"}, ("prompt", "turn-end", "session-end"),
-        ".cursor/hooks.json", ".cursor/hooks.json", "flat", None, "none",
+                   "session-end": "sessionEnd"}, _ALL,
+        ".cursor", "hooks.json", "flat", None, "none",
         project_env=("CURSOR_PROJECT_DIR",),
         next_steps=("Restart Cursor so it reloads hooks.json.",
                     "Cursor's beforeSubmitPrompt cannot add context: in Cursor mnemo captures "
                     "turns but cannot show memories to the model.")),
     Harness(
-        "qwen", _CLAUDE_EVENTS, ("prompt", "turn-end", "session-end"),
-        ".qwen/settings.json", ".qwen/settings.json", "nested", "ms", "hook-json",
+        "qwen", _CLAUDE_EVENTS, _ALL, ".qwen", "settings.json", "nested", "s", "hook-json",
         submitted_field="submitted_prompt", project_env=("QWEN_PROJECT_DIR",),
-        transcript_jsonl=True,
-        next_steps=("Restart Qwen Code (project hooks need a trusted folder); check with "
-                    "/hooks.",)),
+        transcript_jsonl=True, config_dir_env="QWEN_HOME", config_comments=True,
+        context_shape="qwen",
+        next_steps=("Restart Qwen Code so it loads the new hooks; check with /hooks.",)),
     Harness(
         "generic", {"prompt": "prompt", "turn-end": "turn-end", "session-end": "session-end"},
-        ("prompt", "turn-end", "session-end"), None, None, "none", None, "text",
-        prompt_fields=("prompt", "user"),
+        _ALL, None, None, "none", None, "text",
+        prompt_fields=("prompt", "user"), context_shape="stdout",
         next_steps=("Call the commands above from your harness: JSON event on stdin "
                     '({"cwd", "session_id", "prompt"} / {"cwd", "session_id", "user", '
                     '"assistant"}); the prompt command prints the text to add to the '
@@ -132,6 +167,7 @@ def format_output(harness: str, kind: str, context: str | None) -> str:
     """The exact stdout for `harness`; `context` is the text for the model, if any."""
     spec = HARNESSES[harness]
     if kind == "prompt" and context:
+        context = escape_context(harness, context)
         if spec.output == "text":
             return context if context.endswith("\n") else context + "\n"
         if spec.output == "hook-json":
@@ -140,6 +176,37 @@ def format_output(harness: str, kind: str, context: str | None) -> str:
             return json.dumps(document, ensure_ascii=False) + "\n"
         return ""
     return neutral_output(harness, kind)
+
+
+def escape_context(harness: str, context: str) -> str:
+    """The context as the hook must hand it to `harness`.
+
+    Gemini CLI and Qwen Code HTML-escape `<` and `>` in additional context but
+    leave `&` alone, so memory text holding `&lt;/memory-data&gt;` would read,
+    after their escaping, exactly like the closing fence.  Escaping `&` first
+    completes the encoding: the model gets consistently HTML-escaped text in
+    which only mnemo's own fence decodes to `<memory-data …>`.
+    """
+    if HARNESSES[harness].escapes_context:
+        return context.replace("&", "&amp;")
+    return context
+
+
+def model_view(harness: str, additional_context: str) -> str | None:
+    """What the model reads for the prompt hook's `additional_context`, as each
+    harness wraps it (docs/harnesses-real.md); None where nothing reaches it."""
+    shape = HARNESSES[harness].context_shape
+    escaped = additional_context.replace("<", "&lt;").replace(">", "&gt;")
+    if shape == "system":
+        return f"UserPromptSubmit hook additional context: {additional_context}"
+    if shape in ("developer", "stdout"):
+        return additional_context
+    if shape == "hook_context":
+        return f"<hook_context>{escaped}</hook_context>"
+    if shape == "qwen":
+        return (f"<qwen:user-prompt-submit-context>\n{escaped}\n"
+                "</qwen:user-prompt-submit-context>")
+    return None
 
 
 def neutral_output(harness: str, kind: str) -> str:

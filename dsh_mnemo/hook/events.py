@@ -30,7 +30,9 @@ class HookEvent:
     user: str | None = None  # the user's message when the turn-end event carries it
     assistant: str | None = None
     event_name: str | None = None
-    continuation: bool = False  # Qwen: the prompt hook fired for a tool-result continuation
+    # The prompt hook fired again inside a turn (an empty prompt, or Qwen's empty
+    # `submitted_prompt`): neither capture nor inject.
+    continuation: bool = False
     transcript_path: str | None = None
 
 
@@ -116,6 +118,12 @@ def parse_event(payload: dict[str, object], harness: str, kind: str) -> HookEven
         event.continuation = not (submitted and submitted.strip())
     else:
         event.prompt = _first_text(payload, spec.prompt_fields)
+        # Nobody submits an empty prompt: an empty one is a harness firing the
+        # prompt hook again inside a turn (Qwen Code 0.24 after every tool result
+        # sends {"prompt": ""} without `submitted_prompt`).  Nothing to capture,
+        # nothing to add: the model already has what the turn's first prompt got.
+        if kind == "prompt" and not (event.prompt and event.prompt.strip()):
+            event.continuation = True
     if kind == "turn-end":
         event.user = _first_text(payload, ("user", *spec.turn_user_fields))
         event.assistant = _first_text(payload, REPLY_FIELDS)

@@ -139,8 +139,9 @@ def select(memories: Sequence[Recalled], top_k: int) -> list[Any]:
 # the dev split of bench/relevance (docs/hooks.md lists the measurements).
 
 SEM_MIN = 0.855  # cosine that injects on its own
-SEM_MIN_LEXICAL = 0.83  # cosine that injects with a lexical hit in the top few
+SEM_MIN_LEXICAL = 0.82  # cosine that injects with a lexical hit in the top few
 SEM_Z_MIN = 2.0  # and standing out from the prompt's scores over the namespace (z-score)
+SEM_Z_FROM = 8  # memories a namespace needs before that distribution means anything
 SEM_WITHIN = 0.025  # keep only memories this close to the best one kept
 SEM_DUPLICATE = 0.93  # two memories this alike are one: the newer is kept
 SEM_SUPERSEDED = 0.88  # a newer memory this alike, saying "from now on"/"instead", wins
@@ -208,6 +209,8 @@ def select_semantic(memories: Sequence[Any], top_k: int, prompt: str) -> list[An
             continue  # it only says what the prompt says
         std = float(signals.get("std") or 0.0)
         z = (cosine - float(signals.get("mean") or 0.0)) / std if std > 0 else 0.0
+        if int(signals.get("count") or 0) < SEM_Z_FROM:
+            z = SEM_Z_MIN  # too few memories to compare against: the cosine decides
         rank = signals.get("lexical_rank")
         lexical = rank is not None and rank < LEXICAL_TOP
         needed = SEM_MIN_LEXICAL if lexical else SEM_MIN

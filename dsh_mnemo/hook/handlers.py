@@ -128,6 +128,10 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         except Exception as exc:  # noqa: BLE001 - no injection, but still store turns
             run.log(f"recall: {log.describe(exc)}")
     run.emit(format_output(run.harness, "prompt", context_text))
+    if context_text:
+        from ..harnesses.injections import record_injection
+
+        record_injection(run.base, run.harness, session_id=event.session_id)
     if displaced:
         store_turns(run, spool, displaced, reply=None)
 

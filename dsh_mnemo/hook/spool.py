@@ -86,11 +86,18 @@ class SpoolState:
     updated: int = 0
     recent: list[str] = field(default_factory=list)  # digests of the last turns stored
     hinted: bool = False  # the bind hint was shown in this session
+    ended: bool = False  # the session ended while a worker was still storing its turns
 
     def to_json(self) -> dict[str, object]:
         return {"version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
                 "captured": self.captured, "targets": self.targets, "updated": self.updated,
-                "recent": self.recent, "hinted": self.hinted}
+                "recent": self.recent, "hinted": self.hinted, "ended": self.ended}
+
+    def reset(self) -> None:
+        """Forget the session's turns and counts.  `hinted` stays: a session can be
+        resumed after it ended (`codex exec resume`), and must not be hinted again."""
+        self.turns, self.captured, self.targets, self.recent = [], 0, [], []
+        self.ended = False
 
 
 def _pid_alive(pid: int) -> bool:
@@ -140,7 +147,8 @@ class Spool:
         recent = [str(d) for d in raw.get("recent") or [] if isinstance(d, str)]
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
-                          recent=recent[-RECENT:], hinted=raw.get("hinted") is True)
+                          recent=recent[-RECENT:], hinted=raw.get("hinted") is True,
+                          ended=raw.get("ended") is True)
 
     def _save(self, state: SpoolState) -> None:
         if not state.turns and not state.captured and not state.hinted:
@@ -235,6 +243,8 @@ class Spool:
             for bank, namespace in targets:
                 if [bank, namespace] not in state.targets:
                     state.targets.append([bank, namespace])
+            if state.ended and not state.turns:
+                state.reset()  # the last worker of an ended session closes its spool
 
     def recently_stored(self, text: str) -> bool:
         """Was this text one of the session's last stored turns? (a repeated turn-end)"""
@@ -245,12 +255,12 @@ class Spool:
         with self.locked() as state:
             final = SpoolState(turns=list(state.turns), captured=state.captured,
                                targets=[list(t) for t in state.targets])
-            if not any(t.claim_pid is not None for t in state.turns):
-                state.turns = []
-                state.captured = 0
-                state.targets = []
-                state.recent = []
-                state.hinted = False
+            if any(t.claim_pid is not None for t in state.turns):
+                # A worker is still storing turns (in the background): the last one
+                # to finish closes the spool.
+                state.ended = True
+            else:
+                state.reset()
         return final
 
 

@@ -45,6 +45,7 @@ ARGS = {
     ("mcp", "install"): ["--client", "claude-code"],
     ("mcp", "uninstall"): ["--client", "claude-code"],
     ("mcp", "status"): ["--client", "claude-code"],
+    ("hooks", "test"): ["--harness", "claude-code"],
     ("migrate", "run"): ["--yes"],
     ("migrate", "revert"): ["--yes"],
 }

@@ -87,18 +87,48 @@ def test_install_keeps_everything_else_and_is_idempotent(harness: str, data_dir:
 
 
 def _without_ours(document: dict, spec: core.Harness) -> dict:
+    """The document with mnemo's entries, and what only they filled, taken out."""
     clone = json.loads(json.dumps(document))
-    core.remove_ours(clone, spec, Path("x"))
+    hooks = clone.get("hooks", {})
+    for name in list(hooks):
+        kept = []
+        for group in hooks[name]:
+            if "hooks" in group:
+                inner = [h for h in group["hooks"] if not core.is_ours(h)]
+                if inner:
+                    kept.append({**group, "hooks": inner})
+            elif not core.is_ours(group):
+                kept.append(group)
+        if kept:
+            hooks[name] = kept
+        else:
+            del hooks[name]
+    if "hooks" in clone and not hooks:
+        del clone["hooks"]
     return clone
 
 
 @pytest.mark.parametrize("harness, unit", [("claude-code", 10), ("codex", 10),
-                                           ("gemini", 10_000), ("qwen", 10_000)])
+                                           ("gemini", 10_000), ("qwen", 10)])
 def test_timeouts_in_each_harness_unit(harness: str, unit: int, data_dir: Path) -> None:
+    """Qwen Code 0.24 reads seconds (1000 or more keeps the old millisecond meaning,
+    with a warning); Codex clamps SessionEnd to 3 s and warns at every start."""
     core.install(harness)
     document = json.loads((home() / CONFIGS[harness]).read_text())
-    for entries in our_entries(document).values():
-        assert [e["timeout"] for e in entries] == [unit]
+    for event, entries in our_entries(document).items():
+        expected = 3 if (harness, event) == ("codex", "SessionEnd") else unit
+        assert [e["timeout"] for e in entries] == [expected], event
+
+
+def test_codex_gets_session_end_within_its_clamp(data_dir: Path) -> None:
+    from dsh_mnemo.harnesses.codex import SESSION_END_MAX_TIMEOUT
+
+    result = core.install("codex")
+    assert set(result.commands) == {"prompt", "turn-end", "session-end"}
+    document = json.loads((home() / CONFIGS["codex"]).read_text())
+    (entry,) = our_entries(document)["SessionEnd"]
+    assert entry["command"].endswith(" session-end codex")
+    assert entry["timeout"] <= SESSION_END_MAX_TIMEOUT
 
 
 def test_cursor_format_has_version_and_flat_entries(data_dir: Path) -> None:
@@ -121,10 +151,48 @@ def test_uninstall_removes_only_ours(harness: str, data_dir: Path) -> None:
     assert core.uninstall(harness).action == "absent"
 
 
-def test_uninstall_of_a_fresh_install_leaves_an_empty_object(data_dir: Path) -> None:
+def test_uninstall_of_a_fresh_install_removes_the_file_mnemo_created(data_dir: Path) -> None:
     core.install("claude-code")
-    core.uninstall("claude-code")
-    assert json.loads((home() / ".claude/settings.json").read_text()) == {}
+    result = core.uninstall("claude-code")
+    assert result.removed_file and not (home() / ".claude").exists()
+
+
+def test_uninstall_project_leaves_nothing_mnemo_created(make_repo, data_dir: Path) -> None:
+    """Point 11: no empty `{}` (nor `.gemini/`) left behind in the project."""
+    repo = make_repo("proj")
+    for harness in ("gemini", "claude-code", "qwen", "codex", "cursor"):
+        core.install(harness, repo)
+        result = core.uninstall(harness, repo)
+        assert result.action == "removed" and result.removed_file, harness
+    assert sorted(p.name for p in repo.iterdir()) == [".git"]
+    result = runner.invoke(app, ["hooks", "install", "--harness", "gemini", "--project",
+                                 str(repo)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["hooks", "uninstall", "--harness", "gemini", "--project",
+                                 str(repo)])
+    assert result.exit_code == 0 and "removed it" in result.output
+    assert not (repo / ".gemini").exists()
+
+
+def test_uninstall_keeps_a_file_mnemo_did_not_create(make_repo, data_dir: Path) -> None:
+    repo = make_repo("proj")
+    settings = repo / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{}\n")
+    core.install("gemini", repo)
+    assert not core.uninstall("gemini", repo).removed_file
+    assert settings.read_text() == "{}\n"
+
+
+def test_uninstall_keeps_a_created_file_the_harness_added_to(make_repo, data_dir: Path) -> None:
+    repo = make_repo("proj")
+    core.install("gemini", repo)
+    settings = repo / ".gemini" / "settings.json"
+    document = json.loads(settings.read_text())
+    document["general"] = {"vimMode": True}
+    settings.write_text(json.dumps(document, indent=2))
+    assert not core.uninstall("gemini", repo).removed_file
+    assert json.loads(settings.read_text()) == {"general": {"vimMode": True}}
 
 
 def test_project_level_install(make_repo, data_dir: Path) -> None:
@@ -143,27 +211,32 @@ def test_invalid_config_is_refused_untouched(data_dir: Path) -> None:
     path.write_text("{ this is not json")
     from dsh_mnemo.errors import DataError
 
-    with pytest.raises(DataError):
+    with pytest.raises(DataError, match="line 1, column 3"):
         core.install("claude-code")
     assert path.read_text() == "{ this is not json"
     write(path, {"hooks": ["not", "an", "object"]})
     with pytest.raises(DataError):
         core.install("claude-code")
+    # Claude Code and Codex read strict JSON: a comment there is refused, untouched.
+    path.write_text('{\n  // mine\n  "model": "opus"\n}\n')
+    with pytest.raises(DataError, match="comments are not allowed"):
+        core.install("claude-code")
+    assert path.read_text() == '{\n  // mine\n  "model": "opus"\n}\n'
 
 
 def test_status_reports_a_missing_mnemo(data_dir: Path) -> None:
-    core.install("codex")
-    status = core.harness_status("codex")
+    core.install("claude-code")
+    status = core.harness_status("claude-code")
     assert status.installed and status.ok and status.mnemo_exists
-    assert status.events == {"prompt": True, "turn-end": True}
+    assert status.events == {"prompt": True, "turn-end": True, "session-end": True}
     wrapper = Path(status.wrapper_path or "")
     wrapper.write_text(wrapper.read_text().replace(
         f"installed_bin='{status.mnemo_path}'", "installed_bin='/nonexistent/mnemo'"))
-    broken = core.harness_status("codex")
+    broken = core.harness_status("claude-code")
     assert broken.installed and not broken.ok and not broken.mnemo_exists
     assert any("mnemo" in p for p in broken.problems)
     wrapper.unlink()
-    assert not core.harness_status("codex").wrapper_exists
+    assert not core.harness_status("claude-code").wrapper_exists
 
 
 def test_status_when_not_installed(data_dir: Path) -> None:
@@ -195,6 +268,7 @@ def test_cli_install_status_uninstall(data_dir: Path) -> None:
     result = runner.invoke(app, ["hooks", "install", "--harness", "gemini"])
     assert result.exit_code == 0, result.output
     assert "trust" in result.output and str(path) in result.output
+    assert "exit 55" in result.output and "fingerprint" not in result.output
     assert "backup" in result.output
     result = runner.invoke(app, ["hooks", "install", "--harness", "gemini"])
     assert "already installed" in result.output
@@ -209,6 +283,7 @@ def test_cli_install_status_uninstall(data_dir: Path) -> None:
 def test_cli_codex_prints_the_trust_step(data_dir: Path) -> None:
     result = runner.invoke(app, ["hooks", "install", "--harness", "codex"])
     assert result.exit_code == 0 and "/hooks" in result.output
+    assert "--trust" in result.output and "feature flag" not in result.output
 
 
 def test_cli_unknown_harness_is_a_clear_error(data_dir: Path) -> None:
@@ -233,7 +308,6 @@ def test_every_harness_has_a_spec(harness: str) -> None:
 def test_config_snippets_in_hooks_dir_match_what_install_writes(harness: str) -> None:
     from tests.conftest import REPO_ROOT as REPO
 
-    document: dict = {}
-    core.add_ours(document, core.spec_for(harness), Path("/path/to/mnemo-hook.sh"), Path("x"))
+    document = core.fresh_document(harness, Path("/path/to/mnemo-hook.sh"))
     snippet = json.loads((REPO / "hooks" / f"{harness}.json").read_text())
     assert snippet == document

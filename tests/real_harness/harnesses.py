@@ -122,17 +122,12 @@ class HarnessSetup:
             })
 
     # ── after `mnemo hooks install`: the steps a user does in the harness ──
+    def install_args(self) -> list[str]:
+        """`mnemo hooks install` arguments beyond --harness: Codex's explicit trust opt-in."""
+        return ["--trust"] if self.name == "codex" else []
+
     def trust(self, home: Path, folders: Iterable[Path]) -> None:
-        if self.name == "codex":
-            # PRODUCT FIX (Codex hook trust): `mnemo hooks install --harness codex` should
-            # write these [hooks.state] entries itself; until then a user has to open
-            # Codex and trust mnemo's hooks in /hooks, and `codex exec` skips them silently.
-            hooks = self.hooks_file(home)
-            if not hooks.exists():
-                return
-            with (self.config_dir(home) / "config.toml").open("a", encoding="utf-8") as f:
-                f.write("\n" + codex_trust_toml(hooks))
-        elif self.name == "gemini":
+        if self.name == "gemini":
             # Not a mnemo step: Gemini CLI refuses `-p` in a folder the user has not
             # trusted (exit 55). A user trusts it in Gemini's dialog; this is that file.
             _write_json(self.config_dir(home) / "trustedFolders.json",
@@ -195,9 +190,11 @@ def codex_trusted_hash(event: str, handler: dict[str, object],
     return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
-def codex_trust_toml(hooks_json: Path) -> str:
-    """`[hooks.state."<file>:<event>:<group>:<handler>"]` tables trusting every entry."""
+def codex_trust_toml(hooks_json: Path, skip: Iterable[str] = ()) -> str:
+    """`[hooks.state."<file>:<event>:<group>:<handler>"]` tables trusting every entry
+    (but the keys in `skip`, which the config already has): what Codex's /hooks writes."""
     document = json.loads(hooks_json.read_text(encoding="utf-8"))
+    skipped = set(skip)
     tables = []
     for event, groups in document.get("hooks", {}).items():
         for group_index, group in enumerate(groups):
@@ -206,6 +203,8 @@ def codex_trust_toml(hooks_json: Path) -> str:
                     continue
                 label = CODEX_EVENT_LABELS[event]
                 key = f"{hooks_json}:{label}:{group_index}:{handler_index}"
+                if key in skipped:
+                    continue
                 digest = codex_trusted_hash(event, handler, group.get("matcher"))
                 tables.append(f"[hooks.state.{json.dumps(key)}]\n"
                               f"trusted_hash = {json.dumps(digest)}\n")
