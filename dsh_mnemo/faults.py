@@ -16,6 +16,7 @@ ENV = "MNEMO_TEST_FAULT"
 EXIT_CODE = 86
 
 POINTS = (
+    "after-journal-groups",  # journal saved with its groups, target schemas not created
     "after-source-backup",  # source snapshot written, target not yet
     "after-backup",  # both snapshots and the journal header written
     "after-rows-journal",  # row list and target keys journaled, target txn open

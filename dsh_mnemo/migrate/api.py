@@ -407,11 +407,31 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None
     return outcome
 
 
+def _prepare(journal: Journal, base: Path, progress: Progress | None) -> None:
+    """Give every target its schema, then back up every database (before any change).
+
+    Both steps belong to the run, not to the command that started it: a run
+    killed after its journal named the groups but before a new target bank
+    existed is resumed from here, so the backup never meets a missing target.
+    An error here (a busy or damaged database) closes the journal as failed,
+    since nothing has moved yet; a later run plans afresh.
+    """
+    try:
+        for group in journal.groups:
+            _ensure_schema(Path(group.target_db))
+        _take_backups(journal, base, progress)
+    except MnemoError:
+        journal.status = "failed"
+        journal.finished_at = journals.now_ms()
+        journal.save()
+        raise
+    fault("after-backup")
+
+
 def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
     base = journal.base or paths.data_dir()
     if not journal.backups:
-        _take_backups(journal, base, progress)
-        fault("after-backup")
+        _prepare(journal, base, progress)
     journal.status = "running"
     journal.save()
     results = []
@@ -472,8 +492,7 @@ def run_migration(selection: Selection, *, index: Index | None = None,
                                 scope_to=g.scope_to)
                           for i, g in enumerate(plan.groups)]
         journal.save()
-        for group in journal.groups:
-            _ensure_schema(Path(group.target_db))
+        fault("after-journal-groups")
         results = _complete(journal, progress)
         return RunResult(status="moved", journal=journal.id, plan=plan, groups=results,
                          resumed=resumed, backups=journal.backups)
