@@ -56,22 +56,26 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
 
 def status(path: Path | None, settings: Settings, *, session_id: str | None = None,
            index: Index | None = None) -> Report:
+    index = index or Index()
     result = binding.status(path, settings, session_id=session_id, index=index)
     report = Report("status", result)
-    if result.index_recovered_from:
-        report.warn(f"The index was corrupt; it was moved to {result.index_recovered_from} "
-                    "and rebuilt.")
+    for notice in result.notices:
+        report.warn(notice["message"])
+    recovery = index.recovery
+    if recovery and not any(n["details"].get("moved_to") == recovery.moved_to
+                            for n in result.notices):
+        report.warn(recovery.describe())  # its notice could not be written
     for problem in result.marker_problems:
         report.warn(f"Ignored {problem['path']}: {problem['reason']}")
     return report
 
 
 def workspaces(cwd: Path | None = None, *, index: Index | None = None) -> Report:
-    result = listing.list_workspaces(index=index or Index(), cwd=cwd or Path.cwd())
+    index = index or Index()
+    result = listing.list_workspaces(index=index, cwd=cwd or Path.cwd())
     report = Report("workspaces", result)
-    if result.index_recovered_from:
-        report.warn(f"The index was corrupt; it was moved to {result.index_recovered_from} "
-                    "and rebuilt.")
+    if index.recovery:
+        report.warn(index.recovery.describe())
     return report
 
 
