@@ -209,6 +209,27 @@ def check_data_dir(base: Path) -> Check:
     return Check("data-dir", OK, f"{base} is writable", details=details)
 
 
+def check_privacy(base: Path) -> Check:
+    """Group or other users must not read anything under the data dir (read-only check)."""
+    from .fsutil import exposed_paths
+
+    details: dict[str, Any] = {"path": str(base),
+                               "stamp": paths.privacy_stamp(base).exists()}
+    if not base.is_dir():
+        return Check("privacy", OK, "no data dir yet; it is created private (0700)",
+                     details=details)
+    exposed = exposed_paths(base)
+    details["exposed"] = exposed
+    if not exposed:
+        return Check("privacy", OK, f"{base} and everything in it are private to you",
+                     details=details)
+    return Check("privacy", WARN, f"{len(exposed)}{'+' if len(exposed) >= 20 else ''} "
+                 f"entr{'y' if len(exposed) == 1 else 'ies'} under {base} can be read by "
+                 f"other users, e.g. {exposed[0]}",
+                 fix=f"chmod -R go-rwx '{base}' (mnemo does this itself on its first run in "
+                     "a data dir; files copied in since keep their mode).", details=details)
+
+
 def check_index(base: Path) -> Check:
     from .workspace.index import Index, IndexCorrupt
 
@@ -547,8 +568,8 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
         except OSError:  # the shell sits in a directory that was deleted
             cwd, gone = Path(os.environ.get("PWD") or "."), True
     config_check, settings = check_config()
-    checks = [config_check, check_mnemosyne(), check_data_dir(base), check_index(base),
-              check_notices(base)]
+    checks = [config_check, check_mnemosyne(), check_data_dir(base), check_privacy(base),
+              check_index(base), check_notices(base)]
     bank_list = banks.bank_files(base)
     checks.extend(check_bank(name, db) for name, db in bank_list)
     if not bank_list:

@@ -29,6 +29,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", envvar="MNEMO_DATA_DIR", show_envvar=True,
         help="Data directory (index, banks, backups, logs).")] = None,
@@ -38,6 +39,11 @@ def main(
     """mnemo: one shared memory per project, for every coding-agent harness."""
     if data_dir is not None:
         os.environ["MNEMO_DATA_DIR"] = str(data_dir.expanduser().absolute())
+    from ..fsutil import secure_process
+
+    # Private files from here on; an older install is made private once
+    # (never by doctor, which only reports).
+    secure_process(fix_existing=ctx.invoked_subcommand != "doctor")
 
 
 workspace.register(app)
