@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import config, doctor, hooks, memory, migrate, workspace
+from . import backups, config, doctor, hooks, memory, migrate, workspace
 
 app = typer.Typer(
     name="mnemo",
@@ -50,5 +50,6 @@ workspace.register(app)
 memory.register(app)
 hooks.register(app)
 migrate.register(app)
+backups.register(app)
 config.register(app)
 doctor.register(app)

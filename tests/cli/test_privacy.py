@@ -54,6 +54,7 @@ def test_a_new_install_is_private_from_the_first_file(make_repo, data_dir: Path)
     for written in data_dir.glob("mnemosyne.db*"):  # by the test, not by mnemo
         os.chmod(written, 0o600)
     mnemo("migrate", "run", "--legacy-dsh", "--yes", cwd=repo)
+    mnemo("backups", "prune", "--dry-run", cwd=repo)
     (data_dir / "identity.json").write_text("corrupt")  # a recovery: aside copy, notices
     mnemo("status", cwd=repo)
     found = modes(data_dir)
