@@ -364,6 +364,7 @@ class Index:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[IndexData]:
         with file_lock(self.lock_path, timeout=self.lock_timeout, what="index lock"):
+            self._sweep_temporary_files()
             raw = self._read_bytes()
             try:
                 data = IndexData() if raw is None else _decode(raw)
@@ -375,6 +376,17 @@ class Index:
             after = json.dumps(data.to_json(), sort_keys=True)
             if after != before or not self.path.exists():
                 self._write(data)
+
+    def _sweep_temporary_files(self) -> None:
+        """Remove what a writer killed mid-write left (the lock is held).
+
+        The index, its last good copy and the notices are only written under
+        this lock, so a temporary file of theirs that exists now is stale.
+        """
+        for name in (self.path.name, self.last_good_path.name, NOTICES_FILE):
+            for leftover in self.path.parent.glob(f".{name}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     def _write(self, data: IndexData) -> None:
         """The index, then its last good copy (both atomic); the lock is held."""

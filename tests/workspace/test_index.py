@@ -72,6 +72,21 @@ def test_transaction_leaves_no_temp_files(data_dir: Path) -> None:
     assert [e.identityKey for e in Index().load().workspaces] == ["id:a", "id:b", "id:c"]
 
 
+def test_a_transaction_sweeps_what_a_killed_writer_left(data_dir: Path) -> None:
+    """atomic_write_text leaves its temporary file behind when the process is killed;
+    under the index lock no other writer is mid-write, so any such file is stale."""
+    data_dir.mkdir()
+    left = [data_dir / ".identity.json.k1ll3d.tmp", data_dir / ".identity.json.last-good.x.tmp",
+            data_dir / ".notices.json.y.tmp"]
+    for path in left:
+        path.write_text("half")
+    other = data_dir / ".something-else.tmp"
+    other.write_text("not ours")
+    with Index().transaction() as data:
+        data.workspaces.append(_entry("id:a"))
+    assert not any(p.exists() for p in left) and other.exists()
+
+
 def test_failed_transaction_changes_nothing(data_dir: Path) -> None:
     with Index().transaction() as data:
         data.workspaces.append(_entry("id:a"))
