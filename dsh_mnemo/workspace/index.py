@@ -473,6 +473,8 @@ class Index:
             counter += 1
             try:
                 os.link(self.path, target)
+                with contextlib.suppress(OSError):
+                    os.chmod(target, 0o600)  # private, whoever wrote the damaged file
                 return str(target)
             except FileExistsError:
                 continue

@@ -113,6 +113,7 @@ CORRUPTIONS = {
 def test_rebound_and_adopted_workspaces_keep_their_memory_after_corruption(
         world: World, data_dir: Path, how: str) -> None:
     (data_dir / "identity.json").write_bytes(CORRUPTIONS[how](world.good))
+    os.chmod(data_dir / "identity.json", 0o644)
     status = runner.invoke(app, ["status", str(world.b), "--json"])
     assert status.exit_code == 0, status.output
     document = json.loads(status.stdout)
@@ -131,6 +132,7 @@ def test_rebound_and_adopted_workspaces_keep_their_memory_after_corruption(
         == world.a_namespace
     kept = Path(document["index_recovered_from"])
     assert kept.read_bytes() == CORRUPTIONS[how](world.good)
+    assert kept.stat().st_mode & 0o077 == 0  # private, though the damaged file was 0644
 
 
 def test_without_a_last_good_copy_the_entries_that_still_parse_are_salvaged(
