@@ -85,6 +85,13 @@ SCHEMA: tuple[Key, ...] = (
         "(the key itself is never stored)."),
     Key("embeddings.timeout_seconds", float, 2.0,
         "Time limit of one request to the `openai-url` backend.", minimum=0.1, maximum=30.0),
+    Key("backups.keep_days", int, 30,
+        "Days the snapshots a migration takes (`backups/<journal id>/`) are kept; older "
+        "ones are pruned after each migration run and by `mnemo backups prune` "
+        "(0 = no age limit).", minimum=0, maximum=36500),
+    Key("backups.keep_migrations", int, 10,
+        "Most migrations whose snapshots are kept, newest first; the snapshots of older "
+        "ones are pruned the same way (0 = no count limit).", minimum=0, maximum=10000),
     Key("sleep.llm", bool, False,
         "Let consolidation use Mnemosyne's LLM summariser (may download a model). "
         "Off: deterministic offline summaries."),

@@ -209,6 +209,27 @@ def check_data_dir(base: Path) -> Check:
     return Check("data-dir", OK, f"{base} is writable", details=details)
 
 
+def check_privacy(base: Path) -> Check:
+    """Group or other users must not read anything under the data dir (read-only check)."""
+    from .fsutil import exposed_paths
+
+    details: dict[str, Any] = {"path": str(base),
+                               "stamp": paths.privacy_stamp(base).exists()}
+    if not base.is_dir():
+        return Check("privacy", OK, "no data dir yet; it is created private (0700)",
+                     details=details)
+    exposed = exposed_paths(base)
+    details["exposed"] = exposed
+    if not exposed:
+        return Check("privacy", OK, f"{base} and everything in it are private to you",
+                     details=details)
+    return Check("privacy", WARN, f"{len(exposed)}{'+' if len(exposed) >= 20 else ''} "
+                 f"entr{'y' if len(exposed) == 1 else 'ies'} under {base} can be read by "
+                 f"other users, e.g. {exposed[0]}",
+                 fix=f"chmod -R go-rwx '{base}' (mnemo does this itself on its first run in "
+                     "a data dir; files copied in since keep their mode).", details=details)
+
+
 def check_index(base: Path) -> Check:
     from .workspace.index import Index, IndexCorrupt
 
@@ -223,9 +244,15 @@ def check_index(base: Path) -> Check:
         return Check("index", FAIL, exc.message, fix="Check the file's permissions.",
                      details=details)
     except IndexCorrupt as exc:
+        details["last_good"] = index.last_good_path.exists()
+        restorable = len(index.peek().workspaces)
         return Check("index", FAIL, f"{index.path} is corrupt: {exc}",
-                     fix="Run `mnemo workspaces`: it keeps the file aside and rebuilds the "
-                         "index from markers; `mnemo adopt` recovers orphaned namespaces.",
+                     fix="Run `mnemo status` or `mnemo workspaces` (any command that uses the "
+                         "index does it): the "
+                         "file is kept aside and the index rebuilt from its last good copy "
+                         f"and whatever still parses ({restorable} workspace entr"
+                         f"{'y' if restorable == 1 else 'ies'} recoverable), then from markers "
+                         "as they are seen; `mnemo adopt` recovers orphaned namespaces.",
                      details=details)
     if data is None:
         return Check("index", OK, "no index yet (nothing bound)", details=details)
@@ -236,6 +263,22 @@ def check_index(base: Path) -> Check:
                      "aside", fix=f"Delete {leftovers[0]}… in {base} once you no longer need "
                      "them.", details=details)
     return Check("index", OK, summary, details=details)
+
+
+def check_notices(base: Path) -> Check:
+    """Notices nobody has seen yet (an index recovered by a hook, say); never clears them."""
+    from .workspace.index import notices_path, pending_notices
+
+    pending = pending_notices(base)
+    details: dict[str, Any] = {"path": str(notices_path(base)),
+                               "pending": [{"id": n.id, "kind": n.kind, "at": n.at,
+                                            "message": n.message} for n in pending]}
+    if not pending:
+        return Check("notices", OK, "no unseen notices", details=details)
+    return Check("notices", WARN, f"{len(pending)} unseen notice(s); latest: "
+                 f"{pending[-1].message}",
+                 fix="Read them with `mnemo status`, which shows each once and marks it seen; "
+                     "after an index recovery, check `mnemo workspaces`.", details=details)
 
 
 def check_bank(name: str, db: Path) -> Check:
@@ -553,7 +596,8 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
         except OSError:  # the shell sits in a directory that was deleted
             cwd, gone = Path(os.environ.get("PWD") or "."), True
     config_check, settings = check_config()
-    checks = [config_check, check_mnemosyne(), check_data_dir(base), check_index(base)]
+    checks = [config_check, check_mnemosyne(), check_data_dir(base), check_privacy(base),
+              check_index(base), check_notices(base)]
     bank_list = banks.bank_files(base)
     checks.extend(check_bank(name, db) for name, db in bank_list)
     if not bank_list:

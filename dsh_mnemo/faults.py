@@ -1,9 +1,10 @@
-"""Test-only fault injection: die at a named point of a migration.
+"""Test-only fault injection: die at a named point of a migration or an index change.
 
 `MNEMO_TEST_FAULT=<point>` (or `<point>:<n>` for the n-th time the point is
 reached) makes the process call `os._exit(86)` there, with no cleanup, as a
-kill would.  The crash-safety tests use it to stop `mnemo migrate run` (and
-`revert`, `adopt`) between every two steps that change a file.  It is not a
+kill would; `*:<n>` dies at the n-th point reached, whichever it is.  The
+crash-safety tests use it to stop `mnemo migrate run` (and `revert`, `adopt`,
+`rebind`, `bind`) between every two steps that change a file.  It is not a
 user feature: nothing else reads this variable and it is documented as
 test-only in docs/migration.md.
 """
@@ -16,6 +17,7 @@ ENV = "MNEMO_TEST_FAULT"
 EXIT_CODE = 86
 
 POINTS = (
+    "after-journal-groups",  # journal saved with its groups, target schemas not created
     "after-source-backup",  # source snapshot written, target not yet
     "after-backup",  # both snapshots and the journal header written
     "after-rows-journal",  # row list and target keys journaled, target txn open
@@ -24,6 +26,9 @@ POINTS = (
     "after-copied-journal",  # journal says "copied", source untouched
     "mid-delete",  # first table deleted from the source, not committed
     "after-delete-commit",  # source committed, journal not yet "done"
+    "index-after-write",  # index written, its last good copy not yet
+    "index-after-set-aside",  # corrupt index kept aside, rebuilt index not yet written
+    "bind-after-marker",  # bind: marker written, index entry not yet
     "adopt-after-index",  # adopt: index entry written, marker not yet
     "rebind-after-index",  # rebind: index switched, marker not yet
 )
@@ -36,8 +41,8 @@ def fault(point: str) -> None:
     if not wanted:
         return
     name, _, nth = wanted.partition(":")
-    if name != point:
+    if name not in (point, "*"):
         return
-    _seen[point] = _seen.get(point, 0) + 1
-    if _seen[point] >= (int(nth) if nth.isdigit() else 1):
+    _seen[name] = _seen.get(name, 0) + 1
+    if _seen[name] >= (int(nth) if nth.isdigit() else 1):
         os._exit(EXIT_CODE)

@@ -1,4 +1,11 @@
-"""Small filesystem primitives: atomic writes and inter-process locks."""
+"""Small filesystem primitives: atomic writes, inter-process locks, private modes.
+
+Everything mnemo keeps is private to the user who runs it: files 0600,
+directories 0700 (docs/privacy.md).  `secure_process` sets the process umask
+so that whatever a process creates (SQLite's databases, WAL and journal
+files included) is private, and makes an existing data dir private once.
+The primitives here do not rely on the umask: their files are 0600.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +13,21 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from . import paths
 from .errors import BusyError
 
+PRIVATE_UMASK = 0o077  # new files 0600 (0700 if executable), new directories 0700
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+
+def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> None:
     """Write `text` to `path` so readers see the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -45,7 +58,7 @@ def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Itera
     leaves a stale lock behind.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -68,7 +81,7 @@ def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Itera
 def try_lock(path: Path) -> int | None:
     """Take an exclusive lock without waiting; returns the fd or None if held."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -79,3 +92,102 @@ def try_lock(path: Path) -> int | None:
 
 def release_lock(fd: int) -> None:
     os.close(fd)
+
+
+# ─── Private modes ─────────────────────────────────────────────────────────
+
+
+def private_mode(mode: int, *, is_dir: bool) -> int:
+    """The private version of a permission mode: no group or other bits.
+
+    Directories get 0700; files 0600, or 0700 when the owner may execute
+    them (the hook wrapper).
+    """
+    if is_dir:
+        return PRIVATE_DIR
+    return 0o700 if mode & stat.S_IXUSR else PRIVATE_FILE
+
+
+def make_private(root: Path) -> list[str]:
+    """Remove group and other access from `root` and everything under it.
+
+    Symbolic links are neither followed nor changed (their own mode means
+    nothing on Linux).  Entries that cannot be changed (owned by another
+    user, a read-only mount) are skipped; their paths are returned.
+    """
+    failed: list[str] = []
+
+    def fix(path: str, is_dir: bool) -> None:
+        try:
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                return
+            wanted = private_mode(info.st_mode, is_dir=stat.S_ISDIR(info.st_mode))
+            if stat.S_IMODE(info.st_mode) != wanted:
+                os.chmod(path, wanted)
+        except FileNotFoundError:
+            pass  # removed meanwhile (a lock, a temporary file)
+        except OSError:
+            failed.append(path)
+
+    fix(str(root), True)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs:
+            fix(os.path.join(folder, name), True)
+        for name in files:
+            fix(os.path.join(folder, name), False)
+    return failed
+
+
+def exposed_paths(root: Path, *, limit: int = 20, max_entries: int = 20_000) -> list[str]:
+    """Up to `limit` entries under `root` that group or others may access (read-only)."""
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            seen += 1
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+                found.append(path)
+                if len(found) >= limit:
+                    return found
+            if seen >= max_entries:
+                return found
+    return found
+
+
+def secure_process(base: Path | None = None, *, fix_existing: bool = True) -> bool:
+    """Make this process's files private; make an existing data dir private once.
+
+    Call it at the start of every mnemo process (the CLI and the hook), before
+    anything is written.  It sets the umask to 077, so every file the process
+    creates is 0600 and every directory 0700 (SQLite's databases and their
+    `-wal`/`-shm` files included).  Then, unless `fix_existing` is false
+    (`mnemo doctor`, which changes nothing), it checks for the stamp file
+    `DATA/.private-v1` (one `stat`) and, when it is missing, chmods everything
+    under the data dir private and writes the stamp: installs made before
+    mnemo kept its files private are fixed on their first run.
+
+    Never raises; returns True when it changed modes this time.
+    """
+    os.umask(PRIVATE_UMASK)
+    if not fix_existing:
+        return False
+    try:
+        base = base or paths.data_dir()
+        stamp = paths.privacy_stamp(base)
+        if stamp.exists() or not base.is_dir():
+            return False  # done before, or nothing yet (created private)
+        failed = make_private(base)
+        if failed:
+            return True  # try again next run
+        fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("mnemo made every file under this directory private (0600/0700).\n")
+        return True
+    except (OSError, ValueError):
+        return False

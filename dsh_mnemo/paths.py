@@ -11,6 +11,8 @@ from pathlib import Path
 
 APP_NAME = "mnemo"
 INDEX_FILE = "identity.json"
+# Written once every file under the data dir has been made private (fsutil).
+PRIVACY_STAMP = ".private-v1"
 DEFAULT_DB_FILE = "mnemosyne.db"
 GLOBAL_BANK = "global"
 
@@ -71,6 +73,10 @@ def logs_dir(base: Path | None = None) -> Path:
 
 def locks_dir(base: Path | None = None) -> Path:
     return (base or data_dir()) / "locks"
+
+
+def privacy_stamp(base: Path | None = None) -> Path:
+    return (base or data_dir()) / PRIVACY_STAMP
 
 
 def home_dir() -> Path:

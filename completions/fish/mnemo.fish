@@ -4,11 +4,13 @@
 function __mnemo_subcommands
     switch $argv[1]
         case ''
-            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor import hooks migrate config mcp
+            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor import hooks migrate backups config mcp
         case 'hooks'
             echo install uninstall status test
         case 'migrate'
             echo plan run revert
+        case 'backups'
+            echo list prune
         case 'config'
             echo show get set unset path
         case 'mcp'
@@ -56,6 +58,8 @@ function __mnemo_value_options
             echo --session --to
         case 'migrate revert'
             echo --journal
+        case 'backups prune'
+            echo --older-than
         case 'mcp install'
             echo --client
         case 'mcp uninstall'
@@ -132,6 +136,7 @@ complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'doctor' -d 'Check mnemo\'s install
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'import' -d 'Import past conversations into the workspace of each session\'s directory.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hooks' -d 'Install, remove or check mnemo\'s hooks in a harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'migrate' -d 'Move rows of the default database (legacy DSH data) into workspace banks.'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'backups' -d 'List the snapshots migrations took (backups/), and prune them by the retention policy (backups.keep_days, backups.keep_migrations).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'config' -d 'Show, read and change settings (validated against the documented keys).'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'mcp' -d 'Serve mnemo\'s memory as MCP tools: `mnemo mcp` alone runs the stdio server (what MCP clients start); `mnemo mcp install` adds it to a client\'s config.'
 complete -c mnemo -n '__mnemo_in \'\'' -l 'data-dir' -r -F -d 'Data directory (index, banks, backups, logs).'
@@ -246,6 +251,17 @@ complete -c mnemo -n '__mnemo_in \'migrate revert\'' -l 'from-backup' -d 'Restor
 complete -c mnemo -n '__mnemo_in \'migrate revert\'' -l 'yes' -s 'y' -d 'Do not ask for confirmation.'
 complete -c mnemo -n '__mnemo_in \'migrate revert\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'migrate revert\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_arg \'backups\' 0' -a 'list' -d 'List every set of snapshots, newest first: size, age, and what retention does.'
+complete -c mnemo -n '__mnemo_arg \'backups\' 0' -a 'prune' -d 'Delete the snapshots the retention policy (or --older-than) says are due.'
+complete -c mnemo -n '__mnemo_in \'backups\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'backups\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'backups list\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'backups list\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'backups prune\'' -l 'older-than' -x -d 'Prune every set older than DAYS days instead of applying the configured policy (0: every set).'
+complete -c mnemo -n '__mnemo_in \'backups prune\'' -l 'dry-run' -d 'Show what would be deleted; delete nothing.'
+complete -c mnemo -n '__mnemo_in \'backups prune\'' -l 'yes' -s 'y' -d 'Do not ask for confirmation.'
+complete -c mnemo -n '__mnemo_in \'backups prune\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'backups prune\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'config\' 0' -a 'show' -d 'List every setting with its value, default and where the value comes from.'
 complete -c mnemo -n '__mnemo_arg \'config\' 0' -a 'get' -d 'Print the value of one setting.'
 complete -c mnemo -n '__mnemo_arg \'config\' 0' -a 'set' -d 'Validate and store one setting in the config file.'
@@ -256,10 +272,10 @@ complete -c mnemo -n '__mnemo_in \'config show\'' -l 'json' -d 'Print machine-re
 complete -c mnemo -n '__mnemo_in \'config show\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'config get\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config get\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config get\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config get\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config set\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config set\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config set\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config set\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'recall_mode\'' -a 'workspace session'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'auto_write_scope\'' -a 'workspace session'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'write_filter\'' -a 'strict warn off'
@@ -272,7 +288,7 @@ complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'embeddings.backend\'' -a 'n
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'sleep.llm\'' -a 'true false'
 complete -c mnemo -n '__mnemo_in \'config unset\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config unset\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config path\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config path\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'mcp\' 0' -a 'install' -d 'Add mnemo\'s server to the client\'s MCP config (backed up first; idempotent).'

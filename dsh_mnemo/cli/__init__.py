@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import config, doctor, hooks, importing, mcp, memory, migrate, workspace
+from . import backups, config, doctor, hooks, importing, mcp, memory, migrate, workspace
 
 app = typer.Typer(
     name="mnemo",
@@ -29,6 +29,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", envvar="MNEMO_DATA_DIR", show_envvar=True,
         help="Data directory (index, banks, backups, logs).")] = None,
@@ -38,12 +39,18 @@ def main(
     """mnemo: one shared memory per project, for every coding-agent harness."""
     if data_dir is not None:
         os.environ["MNEMO_DATA_DIR"] = str(data_dir.expanduser().absolute())
+    from ..fsutil import secure_process
+
+    # Private files from here on; an older install is made private once
+    # (never by doctor, which only reports).
+    secure_process(fix_existing=ctx.invoked_subcommand != "doctor")
 
 
 workspace.register(app)
 memory.register(app)
 hooks.register(app)
 migrate.register(app)
+backups.register(app)
 config.register(app)
 doctor.register(app)
 mcp.register(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Settings
+from ..memory.banks import MEMORY_TABLES
 from ..report import Progress, Report
 from ..workspace import adopt as adopting
 from ..workspace import binding, listing
@@ -22,16 +23,34 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
     """
     index = index or Index()
     result = adopting.adopt(namespace, path, index=index)
-    if move and result.migrate_command:
+    resumed: list[str] = []
+    if move:
         from ..migrate import Selection, run_migration  # only adopt needs the machinery
+        from ..migrate import journal as journals
 
-        moved = run_migration(Selection(sessions=[namespace]), index=index, progress=progress,
-                              kind="adopt")
-        result.journal = moved.journal
-        result.moved_rows = result.default_rows
-        result.bank_rows = workspace_rows(index, namespace, result.bank)
-        result.migrate_command = None
-    return Report("adopt", result)
+        # A killed adopt may have moved the rows already but not closed its
+        # journal: running it again completes that journal, as `migrate run` would.
+        if result.migrate_command or journals.unfinished(index.base):
+            moved = run_migration(Selection(sessions=[namespace]), index=index,
+                                  progress=progress, kind="adopt")
+            resumed = moved.resumed
+            if moved.journal:
+                result.journal = moved.journal
+                result.moved_rows = result.default_rows
+            else:
+                mine = [journals.load(j, index.base) for j in resumed]
+                mine = [j for j in mine if namespace in j.selection.get("sessions", [])]
+                if mine:  # the rows this adopt moved before it was stopped
+                    result.journal = mine[-1].id
+                    result.moved_rows = sum(n for g in mine[-1].groups
+                                            for table, n in g.counts.items()
+                                            if table in MEMORY_TABLES)
+            result.bank_rows = workspace_rows(index, namespace, result.bank)
+            result.migrate_command = None
+    report = Report("adopt", result)
+    for journal_id in resumed:
+        report.note(f"Completed the interrupted migration {journal_id}.")
+    return report
 
 
 def bind(path: Path | None, settings: Settings, *, decline: bool = False,
@@ -56,22 +75,26 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
 
 def status(path: Path | None, settings: Settings, *, session_id: str | None = None,
            index: Index | None = None) -> Report:
+    index = index or Index()
     result = binding.status(path, settings, session_id=session_id, index=index)
     report = Report("status", result)
-    if result.index_recovered_from:
-        report.warn(f"The index was corrupt; it was moved to {result.index_recovered_from} "
-                    "and rebuilt.")
+    for notice in result.notices:
+        report.warn(notice["message"])
+    recovery = index.recovery
+    if recovery and not any(n["details"].get("moved_to") == recovery.moved_to
+                            for n in result.notices):
+        report.warn(recovery.describe())  # its notice could not be written
     for problem in result.marker_problems:
         report.warn(f"Ignored {problem['path']}: {problem['reason']}")
     return report
 
 
 def workspaces(cwd: Path | None = None, *, index: Index | None = None) -> Report:
-    result = listing.list_workspaces(index=index or Index(), cwd=cwd or Path.cwd())
+    index = index or Index()
+    result = listing.list_workspaces(index=index, cwd=cwd or Path.cwd())
     report = Report("workspaces", result)
-    if result.index_recovered_from:
-        report.warn(f"The index was corrupt; it was moved to {result.index_recovered_from} "
-                    "and rebuilt.")
+    if index.recovery:
+        report.warn(index.recovery.describe())
     return report
 
 

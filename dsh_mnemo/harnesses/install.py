@@ -179,7 +179,7 @@ def write_wrapper(base: Path | None = None) -> Path:
     if current != text or not os.access(target, os.X_OK):
         from ..fsutil import atomic_write_text
 
-        atomic_write_text(target, text, mode=0o755)
+        atomic_write_text(target, text, mode=0o700)  # private, like the whole data dir
     return target
 
 
@@ -459,6 +459,7 @@ def _backup(path: Path, harness: str, base: Path | None) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = folder / f"{harness}-{stamp}-{int(time.time() * 1000) % 1000:03d}-{path.name}"
     shutil.copy2(path, target)
+    target.chmod(0o600)  # a copy in the private data dir, whatever the original's mode
     return target
 
 

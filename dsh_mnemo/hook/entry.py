@@ -211,6 +211,9 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
         from ..config import apply_environment, load_settings
 
         base = paths.data_dir()
+        from ..fsutil import secure_process
+
+        secure_process(base)  # every file this hook creates is private (never raises)
         if paths.config_path().exists():
             fast_yaml()
         settings = load_settings()

@@ -1,7 +1,8 @@
 """Moving rows out of the default database: plan, backup, copy-verify-delete, revert.
 
 See `api` for the commands' semantics, `engine` for the move itself,
-`schema` for how tables are classified, `journal` for what is recorded.
+`schema` for how tables are classified, `journal` for what is recorded,
+`retention` for how long the backups are kept.
 """
 
 from __future__ import annotations

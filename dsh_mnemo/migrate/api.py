@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,14 +28,13 @@ from typing import Any
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError, UnboundError
 from ..faults import fault
-from ..fsutil import file_lock
 from ..memory.banks import MEMORY_TABLES, attach_readonly, namespace_stats
 from ..report import Progress
 from ..workspace import identity
 from ..workspace.context import register_seen
 from ..workspace.index import Index, IndexData, WorkspaceEntry
 from . import backup as backups
-from . import engine
+from . import engine, retention
 from . import journal as journals
 from .engine import TableSummary
 from .journal import Group, Journal
@@ -142,6 +142,8 @@ class RunResult:
     groups: list[GroupResult] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
     backups: list[dict[str, str]] = field(default_factory=list)
+    # Journals whose snapshots the retention policy deleted after this run.
+    pruned_backups: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -326,8 +328,7 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
 
 
 def _lock(base: Path) -> contextlib.AbstractContextManager[None]:
-    return file_lock(paths.locks_dir(base) / "migrate.lock", timeout=5.0,
-                     what="migration lock")
+    return journals.migration_lock(base)
 
 
 def clear_query_cache(db_path: Path) -> None:
@@ -407,11 +408,31 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None
     return outcome
 
 
+def _prepare(journal: Journal, base: Path, progress: Progress | None) -> None:
+    """Give every target its schema, then back up every database (before any change).
+
+    Both steps belong to the run, not to the command that started it: a run
+    killed after its journal named the groups but before a new target bank
+    existed is resumed from here, so the backup never meets a missing target.
+    An error here (a busy or damaged database) closes the journal as failed,
+    since nothing has moved yet; a later run plans afresh.
+    """
+    try:
+        for group in journal.groups:
+            _ensure_schema(Path(group.target_db))
+        _take_backups(journal, base, progress)
+    except MnemoError:
+        journal.status = "failed"
+        journal.finished_at = journals.now_ms()
+        journal.save()
+        raise
+    fault("after-backup")
+
+
 def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
     base = journal.base or paths.data_dir()
     if not journal.backups:
-        _take_backups(journal, base, progress)
-        fault("after-backup")
+        _prepare(journal, base, progress)
     journal.status = "running"
     journal.save()
     results = []
@@ -452,9 +473,27 @@ def resume_unfinished(base: Path, progress: Progress | None = None) -> list[str]
     return resumed
 
 
+def _prune_after_run(base: Path, policy: retention.Policy | None, keep: tuple[str, ...]
+                     ) -> list[str]:
+    """Apply the retention policy after a run (best effort: the run itself succeeded)."""
+    policy = policy or retention.configured_policy()
+    if policy is None:
+        return []
+    try:
+        result = retention.prune_unlocked(base, policy, keep=keep)
+    except (OSError, MnemoError):
+        return []
+    return [entry.journal for entry in result.pruned]
+
+
 def run_migration(selection: Selection, *, index: Index | None = None,
-                  progress: Progress | None = None, kind: str = "migrate") -> RunResult:
-    """Back up, then move the selected rows; completes interrupted runs first."""
+                  progress: Progress | None = None, kind: str = "migrate",
+                  policy: retention.Policy | None = None) -> RunResult:
+    """Back up, then move the selected rows; completes interrupted runs first.
+
+    Afterwards the snapshots of older runs are pruned by `policy` (default:
+    the configured `backups.*` settings); this run's own are always kept.
+    """
     selection.check()
     index = index or Index()
     base = index.base
@@ -472,11 +511,11 @@ def run_migration(selection: Selection, *, index: Index | None = None,
                                 scope_to=g.scope_to)
                           for i, g in enumerate(plan.groups)]
         journal.save()
-        for group in journal.groups:
-            _ensure_schema(Path(group.target_db))
+        fault("after-journal-groups")
         results = _complete(journal, progress)
+        pruned = _prune_after_run(base, policy, keep=(journal.id,))
         return RunResult(status="moved", journal=journal.id, plan=plan, groups=results,
-                         resumed=resumed, backups=journal.backups)
+                         resumed=resumed, backups=journal.backups, pruned_backups=pruned)
 
 
 # ---------------------------------------------------------------------------
@@ -552,6 +591,20 @@ def _restore(journal: Journal) -> RevertResult:
     if not journal.backups:
         raise RefusedError(f"migration {journal.id} took no backups (it stopped before)",
                            hint="Nothing was changed by it; there is nothing to restore.")
+    if journal.backups_pruned_at:
+        when = time.strftime("%Y-%m-%d", time.localtime(journal.backups_pruned_at / 1000))
+        raise RefusedError(
+            f"the backups of migration {journal.id} were pruned on {when} under the "
+            "retention policy (backups.keep_days, backups.keep_migrations)",
+            hint=f"Its journal remains: mnemo migrate revert --journal {journal.id} moves "
+                 "its rows back (without --from-backup).")
+    missing = [b["backup"] for b in journal.backups if not Path(b["backup"]).is_file()]
+    if missing:
+        # Checked before anything is restored: half a restore is worse than none.
+        raise DataError(f"the backup {missing[0]} of migration {journal.id} is missing; "
+                        "nothing was restored",
+                        hint=f"Revert from its journal instead: mnemo migrate revert "
+                             f"--journal {journal.id}")
     # An older snapshot would silently undo (or duplicate) what a later run did
     # to the same files: those runs must be reverted first.
     mine = {b["database"] for b in journal.backups}

@@ -7,10 +7,12 @@ a consistent database, and restores the same way into a live file.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
 from ..errors import BusyError, DataError
+from ..fsutil import PRIVATE_DIR, PRIVATE_FILE
 from ..memory.banks import readonly_uri
 
 BUSY_MS = 10_000
@@ -26,9 +28,11 @@ def snapshot(database: Path, destination: Path) -> Path:
     """Write a consistent copy of `database` to `destination` (a new file)."""
     if not database.exists():
         raise DataError(f"cannot back up {database}: it does not exist")
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     partial = destination.with_name(destination.name + ".partial")
     partial.unlink(missing_ok=True)
+    # Created private whatever the umask: a snapshot holds every row of its database.
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
     source = _connect(database)
     try:
         target = sqlite3.connect(str(partial))

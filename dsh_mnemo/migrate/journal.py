@@ -10,6 +10,7 @@ committed, so a crash can always be resumed or reverted from it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -20,7 +21,7 @@ from typing import Any
 
 from .. import paths
 from ..errors import DataError, RefusedError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, file_lock
 
 JOURNAL_VERSION = 1
 
@@ -103,6 +104,9 @@ class Journal:
     finished_at: int | None = None
     reverted_at: int | None = None
     restored_at: int | None = None
+    # When the retention policy deleted this run's snapshots (backups/<id>/):
+    # it can still be reverted from the journal, no longer `--from-backup`.
+    backups_pruned_at: int | None = None
     version: int = JOURNAL_VERSION
     base: Path | None = field(default=None, repr=False, compare=False)
 
@@ -167,6 +171,12 @@ class Journal:
 
 def journal_dir(base: Path | None = None) -> Path:
     return paths.migrations_dir(base)
+
+
+def migration_lock(base: Path) -> contextlib.AbstractContextManager[None]:
+    """The one lock of runs, reverts and backup pruning."""
+    return file_lock(paths.locks_dir(base) / "migrate.lock", timeout=5.0,
+                     what="migration lock")
 
 
 def now_ms() -> int:

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import paths
 from ..config import Settings
-from ..errors import RefusedError
+from ..errors import MnemoError, RefusedError
+from ..faults import fault
 from . import identity
 from .context import MemoryContext, hint_root_for, resolve_memory_context
-from .index import DeclinedPath, Index, WorkspaceEntry, now_ms
+from .index import (
+    DeclinedPath,
+    Index,
+    WorkspaceEntry,
+    acknowledge_notices,
+    now_ms,
+    pending_notices,
+)
 
 
 @dataclass
@@ -53,6 +62,7 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
         workspace_uuid = identity.new_workspace_uuid()
         try:
             marker = identity.write_marker(root, workspace_uuid)
+            fault("bind-after-marker")
         except identity.MarkerExistsError:
             # A concurrent bind of the same directory won: adopt its marker,
             # exactly as a re-run would.
@@ -140,10 +150,17 @@ class StatusReport:
     marker_path: str | None
     marker_problems: list[dict[str, str]] = field(default_factory=list)
     index_recovered_from: str | None = None
+    # Notices nobody had seen (an index recovered by any command or hook);
+    # `status` shows them once and marks them seen.
+    notices: list[dict[str, Any]] = field(default_factory=list)
 
 
 def status(path: Path | None, settings: Settings, *, session_id: str | None = None,
-           index: Index | None = None) -> StatusReport:
+           index: Index | None = None, acknowledge: bool = True) -> StatusReport:
+    """Which memory `path` reads and writes, plus the notices not yet seen.
+
+    With `acknowledge` (the default), the notices returned are marked seen.
+    """
     index = index or Index()
     base = index.base
     ctx: MemoryContext = resolve_memory_context(path or Path.cwd(), session_id, settings,
@@ -159,4 +176,16 @@ def status(path: Path | None, settings: Settings, *, session_id: str | None = No
         marker_path=(str(Path(ctx.workspace.lastSeenPath) / identity.MARKER_NAME)
                      if ctx.workspace else None),
         marker_problems=[{"path": p.path, "reason": p.reason} for p in ctx.problems],
-        index_recovered_from=index.recovery.moved_to if index.recovery else None)
+        index_recovered_from=index.recovery.moved_to if index.recovery else None,
+        notices=_take_notices(index, acknowledge))
+
+
+def _take_notices(index: Index, acknowledge: bool) -> list[dict[str, Any]]:
+    pending = pending_notices(index.base)
+    if acknowledge and pending:
+        try:
+            acknowledge_notices(index, [n.id for n in pending])
+        except (OSError, MnemoError):
+            pass  # shown now, shown again next time: never lost
+    return [{"id": n.id, "kind": n.kind, "at": n.at, "message": n.message,
+             "details": n.details} for n in pending]

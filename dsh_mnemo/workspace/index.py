@@ -2,23 +2,35 @@
 
 Reads are lock-free (writes are atomic renames).  Every change happens inside
 `Index.transaction()`, which holds an inter-process lock, re-reads the file,
-lets the caller mutate it, and writes it back atomically.  A corrupt file is
-moved aside (kept), reported, and replaced by an empty index that fills again
-from markers as workspaces are seen.
+lets the caller mutate it, and writes it back atomically, then writes the same
+text to `identity.json.last-good`: a second copy of the last index mnemo wrote.
+
+A corrupt file is moved aside (kept, under a name never reused) and the index
+is rebuilt at once from the last good copy plus every entry that still parses
+in the corrupt one (`salvage`), so that a rebound or adopted workspace, whose
+namespace no marker can give back, keeps its memory.  What was restored is
+the `Recovery` record, and a *notice* in `notices.json` keeps it visible
+until the user has seen it (`mnemo status` shows and acknowledges notices,
+`mnemo doctor` reports them).  Whatever could not be restored fills again from
+markers as workspaces are seen.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
+import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import DataError
+from ..faults import fault
 from ..fsutil import atomic_write_text, file_lock
 from .identity import bank_for, is_workspace_namespace, namespace_for
 
@@ -171,10 +183,113 @@ class IndexData:
 
 @dataclass
 class Recovery:
-    """What happened when the index could not be read."""
+    """What happened when the index could not be read, and what was restored."""
 
-    moved_to: str
-    reason: str
+    moved_to: str  # where the corrupt file now is
+    reason: str  # why it could not be read
+    restored_from: list[str] = field(default_factory=list)  # files the entries came from
+    workspaces: int = 0  # entries in the rebuilt index
+    from_last_good: int = 0  # of which taken from identity.json.last-good
+    from_corrupt: int = 0  # of which salvaged from the corrupt file
+
+    def describe(self, index_name: str = paths.INDEX_FILE) -> str:
+        """One sentence for people: what was wrong, where it went, what came back."""
+        moved = f"The index {index_name} was corrupt ({self.reason}); it was moved to " \
+                f"{self.moved_to}"
+        if not self.workspaces:
+            return (moved + " and nothing in it could be read (and there was no last good "
+                    "copy), so it was rebuilt empty: workspaces come back as their markers "
+                    "are seen; `mnemo workspaces` lists memories left without a workspace "
+                    "(`mnemo adopt` or `mnemo rebind` recovers them).")
+        parts = []
+        if self.from_last_good:
+            parts.append(f"{self.from_last_good} from its last good copy")
+        if self.from_corrupt:
+            parts.append(f"{self.from_corrupt} salvaged from the corrupt file")
+        return (moved + f" and rebuilt with {self.workspaces} workspace entr"
+                f"{'y' if self.workspaces == 1 else 'ies'} ({' and '.join(parts)}).")
+
+
+# ---------------------------------------------------------------------------
+# Salvage: entries that still parse in a damaged file
+
+SALVAGE_MAX_BYTES = 8 * 1024 * 1024  # of a damaged file, only this much is scanned
+SALVAGE_MAX_MISSES = 2_000  # decodes that yield nothing, per file (bounds hostile input)
+SALVAGE_WINDOW = 256 * 1024  # the largest object a single attempt can recover
+_OBJECT_START = re.compile(r'\{\s*"')
+
+
+def salvage_objects(text: str, accept: Callable[[dict[str, Any]], bool], *,
+                    max_misses: int = SALVAGE_MAX_MISSES) -> list[dict[str, Any]]:
+    """Every JSON object in `text` that decodes on its own and that `accept` takes.
+
+    A truncated or partly overwritten file still holds whole entries; each
+    `{"` is tried as the start of one.  An accepted object is skipped past
+    (its insides are not searched again); anything else is searched inside.
+    Deep nesting, garbage and huge files cost a bounded amount of work: at
+    most `max_misses` decodes that yield nothing, each of at most
+    `SALVAGE_WINDOW` characters (a fraction of a second in all).
+    """
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    position = misses = 0
+    text = text[:SALVAGE_MAX_BYTES]
+    while misses < max_misses:
+        match = _OBJECT_START.search(text, position)
+        if match is None:
+            break
+        start = match.start()
+        try:
+            # A slice: a decode error's position is computed by counting lines
+            # from the start of the string it was given.
+            value, length = decoder.raw_decode(text[start:start + SALVAGE_WINDOW])
+        except (ValueError, RecursionError):
+            misses += 1
+            position = start + 1
+            continue
+        if isinstance(value, dict) and accept(value):
+            found.append(value)
+            position = start + length
+        else:
+            misses += 1
+            position = start + 1
+    return found
+
+
+def _is_entry(raw: dict[str, Any]) -> bool:
+    try:
+        WorkspaceEntry.from_json(raw)
+    except (ValueError, TypeError, KeyError):
+        return False
+    return True
+
+
+def _is_declined(raw: dict[str, Any]) -> bool:
+    return (set(raw) == {"path", "declinedAt"} and isinstance(raw["path"], str)
+            and type(raw["declinedAt"]) is int)
+
+
+def salvage(text: str) -> IndexData:
+    """The entries and declined paths that still parse in a damaged index text."""
+    data = IndexData()
+    for raw in salvage_objects(text, lambda o: _is_entry(o) or _is_declined(o)):
+        if "identityKey" in raw:
+            entry = WorkspaceEntry.from_json(raw)
+            if data.by_identity(entry.identityKey) is None:
+                data.workspaces.append(entry)
+        elif not any(d.path == raw["path"] for d in data.declined):
+            data.declined.append(DeclinedPath(raw["path"], raw["declinedAt"]))
+    return data
+
+
+def _decode(raw: bytes) -> IndexData:
+    try:
+        return _parse(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, TypeError) as exc:
+        raise IndexCorrupt(str(exc)) from None
+    except RecursionError:
+        # json raises this, not ValueError, for absurdly deep nesting.
+        raise IndexCorrupt("nested too deeply") from None
 
 
 def _parse(text: str) -> IndexData:
@@ -201,40 +316,44 @@ def _parse(text: str) -> IndexData:
                      declined=declined, extra=extra)
 
 
+LAST_GOOD_SUFFIX = ".last-good"
+
+
 class Index:
     def __init__(self, base: Path | None = None, *, lock_timeout: float = 10.0) -> None:
         self.base = base or paths.data_dir()
         self.path = paths.index_path(self.base)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.last_good_path = self.path.with_name(self.path.name + LAST_GOOD_SUFFIX)
         self.lock_timeout = lock_timeout
         self.recovery: Recovery | None = None
 
-    def read(self) -> IndexData | None:
-        """Parse the file, read-only; None when it is missing, `IndexCorrupt` when corrupt."""
+    def _read_bytes(self) -> bytes | None:
         try:
-            data = self.path.read_bytes()
+            return self.path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise DataError(f"cannot read {self.path}: {exc.strerror}") from None
-        try:
-            return _parse(data.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, TypeError) as exc:
-            raise IndexCorrupt(str(exc)) from None
-        except RecursionError:
-            # json raises this, not ValueError, for absurdly deep nesting.
-            raise IndexCorrupt("nested too deeply") from None
+
+    def read(self) -> IndexData | None:
+        """Parse the file, read-only; None when it is missing, `IndexCorrupt` when corrupt."""
+        raw = self._read_bytes()
+        return None if raw is None else _decode(raw)
 
     def peek(self) -> IndexData:
         """The index for a read-only caller: a corrupt file is left where it is (and
-        reads as empty) instead of being set aside and rebuilt."""
-        try:
-            return self.read() or IndexData()
-        except IndexCorrupt:
+        reads as what a recovery would restore) instead of being set aside and rebuilt."""
+        raw = self._read_bytes()
+        if raw is None:
             return IndexData()
+        try:
+            return _decode(raw)
+        except IndexCorrupt:
+            return self._rebuild(raw).data
 
     def load(self) -> IndexData:
-        """The current index; a corrupt file is set aside and an empty one returned."""
+        """The current index; a corrupt file is set aside and the index rebuilt."""
         try:
             return self.read() or IndexData()
         except IndexCorrupt:
@@ -245,29 +364,211 @@ class Index:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[IndexData]:
         with file_lock(self.lock_path, timeout=self.lock_timeout, what="index lock"):
+            self._sweep_temporary_files()
+            raw = self._read_bytes()
             try:
-                data = self.read() or IndexData()
+                data = IndexData() if raw is None else _decode(raw)
             except IndexCorrupt as exc:
-                data = IndexData()
-                self._set_aside(str(exc))
+                assert raw is not None
+                data = self._recover(raw, str(exc))
             before = json.dumps(data.to_json(), sort_keys=True)
             yield data
             after = json.dumps(data.to_json(), sort_keys=True)
             if after != before or not self.path.exists():
-                atomic_write_text(self.path, json.dumps(data.to_json(), indent=2) + "\n")
+                self._write(data)
 
-    def _set_aside(self, reason: str) -> None:
-        """Move the corrupt file to a new, never reused name (it is kept, not deleted)."""
+    def _sweep_temporary_files(self) -> None:
+        """Remove what a writer killed mid-write left (the lock is held).
+
+        The index, its last good copy and the notices are only written under
+        this lock, so a temporary file of theirs that exists now is stale.
+        """
+        for name in (self.path.name, self.last_good_path.name, NOTICES_FILE):
+            for leftover in self.path.parent.glob(f".{name}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+
+    def _write(self, data: IndexData) -> None:
+        """The index, then its last good copy (both atomic); the lock is held."""
+        text = json.dumps(data.to_json(), indent=2) + "\n"
+        atomic_write_text(self.path, text)
+        fault("index-after-write")
+        atomic_write_text(self.last_good_path, text)
+
+    def _last_good(self) -> tuple[IndexData | None, bool]:
+        """(the last good copy, whether it had to be salvaged); (None, False) if unusable."""
+        try:
+            raw = self.last_good_path.read_bytes()
+        except OSError:
+            return None, False
+        try:
+            return _decode(raw), False
+        except IndexCorrupt:
+            found = salvage(raw.decode("utf-8", errors="replace"))
+            return (found, True) if found.workspaces or found.declined else (None, False)
+
+    def _rebuild(self, corrupt: bytes) -> _Rebuilt:
+        """What a corrupt index is replaced with.
+
+        The corrupt file is the newer of the two, so an entry that still parses
+        there wins over the last good copy's; the last good copy fills in what
+        the damage took.
+        """
+        data, _ = self._last_good()
+        result = _Rebuilt(data or IndexData())
+        if data is not None:
+            result.from_last_good = len(data.workspaces)
+        rescued = salvage(corrupt.decode("utf-8", errors="replace"))
+        result.corrupt_used = bool(rescued.workspaces or rescued.declined)
+        workspaces = result.data.workspaces
+        for entry in rescued.workspaces:
+            for i, known in enumerate(workspaces):
+                if known.identityKey == entry.identityKey:
+                    workspaces[i] = entry
+                    break
+            else:
+                workspaces.append(entry)
+                result.from_corrupt += 1
+        for item in rescued.declined:
+            if not any(d.path == item.path for d in result.data.declined):
+                result.data.declined.append(item)
+        return result
+
+    def _recover(self, corrupt: bytes, reason: str) -> IndexData:
+        """Keep the corrupt file aside, leave a notice, write the rebuilt index (lock held).
+
+        In that order: a kill at any point leaves either the corrupt file in
+        place (the next command recovers it again) or the rebuilt index, never
+        no index at all (which would read as an empty one).
+        """
+        rebuilt = self._rebuild(corrupt)
+        kept = self._keep_aside(corrupt)
+        fault("index-after-set-aside")
+        sources = [str(self.last_good_path)] if rebuilt.from_last_good else []
+        if rebuilt.corrupt_used:
+            sources.append(kept)
+        self.recovery = Recovery(moved_to=kept, reason=reason, restored_from=sources,
+                                 workspaces=len(rebuilt.data.workspaces),
+                                 from_last_good=rebuilt.from_last_good,
+                                 from_corrupt=rebuilt.from_corrupt)
+        with contextlib.suppress(OSError):
+            add_notice(self.base, "index-recovered", self.recovery.describe(self.path.name),
+                       details=asdict(self.recovery))
+        # Written now, not at the end of the transaction: a caller that fails
+        # inside it must not leave the corrupt file in place to be found again.
+        self._write(rebuilt.data)
+        return rebuilt.data
+
+    def _keep_aside(self, corrupt: bytes) -> str:
+        """A copy of the corrupt file under a new, never reused name (kept, not deleted).
+
+        A hard link keeps the very file (its times too); where links are not
+        possible, the bytes that were read are written out.
+        """
         stamp = time.strftime("%Y%m%dT%H%M%S")
         base = f"{self.path.name}.corrupt-{stamp}-{now_ms() % 1000:03d}"
-        target = self.path.with_name(base)
-        counter = 1
-        while target.exists():
-            target = self.path.with_name(f"{base}-{counter}")
+        counter = 0
+        while True:
+            target = self.path.with_name(base if not counter else f"{base}-{counter}")
             counter += 1
-        self.path.replace(target)
-        self.recovery = Recovery(moved_to=str(target), reason=reason)
+            try:
+                os.link(self.path, target)
+                with contextlib.suppress(OSError):
+                    os.chmod(target, 0o600)  # private, whoever wrote the damaged file
+                return str(target)
+            except FileExistsError:
+                continue
+            except OSError:
+                pass
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(corrupt)
+                handle.flush()
+                os.fsync(handle.fileno())
+            return str(target)
+
+
+@dataclass
+class _Rebuilt:
+    data: IndexData
+    from_last_good: int = 0
+    from_corrupt: int = 0
+    corrupt_used: bool = False
 
 
 class IndexCorrupt(Exception):
     """`identity.json` cannot be parsed (its reason is the message)."""
+
+
+# ---------------------------------------------------------------------------
+# Notices: what the user must hear about even if another process caused it
+
+NOTICES_FILE = "notices.json"
+NOTICES_KEPT = 50  # the newest notices kept in the file, seen or not
+
+
+@dataclass
+class Notice:
+    id: str
+    kind: str  # "index-recovered"
+    at: int  # epoch ms
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    seen_at: int | None = None  # epoch ms `mnemo status` showed it; None while pending
+
+
+def notices_path(base: Path | None = None) -> Path:
+    return (base or paths.data_dir()) / NOTICES_FILE
+
+
+def read_notices(base: Path | None = None) -> list[Notice]:
+    """Every notice kept, oldest first; an unreadable file reads as none (never raises)."""
+    try:
+        raw = json.loads(notices_path(base).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    items = raw.get("notices") if isinstance(raw, dict) else None
+    found = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            notice = Notice(**item)
+        except TypeError:
+            continue
+        if isinstance(notice.id, str) and isinstance(notice.message, str):
+            found.append(notice)
+    return found
+
+
+def pending_notices(base: Path | None = None) -> list[Notice]:
+    """Notices nobody has seen yet (read-only)."""
+    return [n for n in read_notices(base) if n.seen_at is None]
+
+
+def _write_notices(base: Path | None, notices: list[Notice]) -> None:
+    body = {"version": 1, "notices": [asdict(n) for n in notices[-NOTICES_KEPT:]]}
+    atomic_write_text(notices_path(base), json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+
+
+def add_notice(base: Path | None, kind: str, message: str, *,
+               details: dict[str, Any] | None = None) -> Notice:
+    """Record a notice; the caller holds the index lock (every writer of the file does)."""
+    notice = Notice(id=f"{now_ms()}-{secrets.token_hex(3)}", kind=kind, at=now_ms(),
+                    message=message, details=dict(details or {}))
+    _write_notices(base, [*read_notices(base), notice])
+    return notice
+
+
+def acknowledge_notices(index: Index, ids: list[str]) -> None:
+    """Mark the notices `ids` seen (they stay in the file, no longer pending)."""
+    if not ids:
+        return
+    with file_lock(index.lock_path, timeout=index.lock_timeout, what="index lock"):
+        notices = read_notices(index.base)
+        stamp = now_ms()
+        for notice in notices:
+            if notice.id in ids and notice.seen_at is None:
+                notice.seen_at = stamp
+        _write_notices(index.base, notices)

@@ -19,7 +19,7 @@ from .. import paths
 from ..errors import MnemoError
 from ..memory.banks import NamespaceStats, namespace_stats
 from . import identity
-from .index import Index, IndexData
+from .index import Index, IndexData, salvage_objects
 
 
 @dataclass
@@ -42,6 +42,32 @@ class Hint:
     last_seen_path: str | None
 
 
+ASIDE_MAX_BYTES = 4 * 1024 * 1024  # read of each set-aside file, at most
+ASIDE_MAX_MISSES = 500  # salvage work per set-aside file (they are read on every listing)
+
+
+def _aside_entries(path: Path) -> list[dict[str, object]]:
+    """The entries of one set-aside index file: all of them if it parses, else
+    whatever still does.  Never raises: a damaged file is exactly what is expected
+    here (deep nesting, garbage, truncation, a FIFO or a huge file)."""
+    try:
+        if not path.is_file():
+            return []
+        with open(path, "rb") as handle:
+            text = handle.read(ASIDE_MAX_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        raw = None
+    entries = raw.get("workspaces") if isinstance(raw, dict) else None
+    if isinstance(entries, list):
+        return [e for e in entries if isinstance(e, dict)]
+    return salvage_objects(text, lambda o: isinstance(o.get("namespace"), str),
+                           max_misses=ASIDE_MAX_MISSES)
+
+
 def _aside_hints(index: Index) -> dict[str, Hint]:
     """Namespaces named in index files that were set aside as corrupt or foreign.
 
@@ -55,20 +81,13 @@ def _aside_hints(index: Index) -> dict[str, Hint]:
     for path in sorted(folder.glob(index.path.name + ".*")):
         if path.name.endswith((".lock", ".tmp")):
             continue
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            continue
-        entries = raw.get("workspaces") if isinstance(raw, dict) else None
-        if not isinstance(entries, list):
-            continue
-        for entry in entries:
-            if not isinstance(entry, dict) or not isinstance(entry.get("namespace"), str):
+        for entry in _aside_entries(path):
+            if not isinstance(entry.get("namespace"), str):
                 continue
             last = entry.get("lastSeenPath") or entry.get("canonicalPath")
             name = entry.get("displayName")
-            hints[entry["namespace"]] = Hint(name if isinstance(name, str) else None,
-                                             last if isinstance(last, str) else None)
+            hints[str(entry["namespace"])] = Hint(name if isinstance(name, str) else None,
+                                                  last if isinstance(last, str) else None)
     return hints
 
 

@@ -111,6 +111,7 @@ def test_a_corrupt_index_is_reported_and_left_in_place(make_repo, monkeypatch,
     check = by_name(report)["index"]
     assert check["status"] == "fail"
     assert "mnemo workspaces" in check["fix"]
+    assert "1 workspace entry recoverable" in check["fix"]  # from the last good copy
     assert index.read_text(encoding="utf-8") == '{"version": 1, "workspaces": ['
     assert not list(data_dir.glob("identity.json.corrupt-*")), "doctor moved the index"
 

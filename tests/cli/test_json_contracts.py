@@ -103,6 +103,13 @@ CASES: tuple[Case, ...] = (
          seed="legacy"),
     Case("migrate-revert", ("migrate", "revert", "--yes", "--json"), cwd="repo",
          seed="legacy", before=(("migrate", "run", "--legacy-dsh", "--yes"),)),
+    Case("backups", ("backups", "--json"), cwd="repo", seed="legacy",
+         before=(("migrate", "run", "--legacy-dsh", "--yes"),)),
+    Case("backups", ("backups", "list", "--json"), label="backups list (none)"),
+    Case("backups-prune", ("backups", "prune", "--older-than", "0", "--yes", "--json"),
+         cwd="repo", seed="legacy", before=(("migrate", "run", "--legacy-dsh", "--yes"),)),
+    Case("backups-prune", ("backups", "prune", "--dry-run", "--json"),
+         label="backups prune --dry-run (none)"),
     Case("adopt", ("adopt", "{orphan}", "--json"), cwd="fresh"),
     Case("rebind", ("rebind", "--from", "{repo}", "--json"), cwd="fresh"),
 )

@@ -158,6 +158,29 @@ def test_an_adopt_killed_between_index_and_marker_completes_when_run_again(
         identity.read_marker(target / identity.MARKER_NAME)) == entries[0].identityKey
 
 
+@pytest.mark.e2e
+def test_an_adopt_killed_after_its_rows_moved_closes_its_journal_when_run_again(
+        dsh_data: Path, projects: Path):
+    """Killed after the source delete committed, before the journal said "done": the
+    rows are home, so the re-run has nothing to move; it used to leave the journal
+    `running` for ever (and `migrate plan --check` exiting 8)."""
+    target = projects / "webapp"
+    target.mkdir()
+    before = audit(dsh_data)
+    assert fault_run(["adopt", ORPHAN, str(target)], projects,
+                     "after-delete-commit") == EXIT_CODE
+    (stuck,) = journals.unfinished(dsh_data)
+    result = runner.invoke(app, ["adopt", ORPHAN, str(target), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["status"] == "already-adopted"
+    assert document["journal"] == stuck.id and document["moved_rows"] == 2
+    assert f"Completed the interrupted migration {stuck.id}" in result.stderr
+    assert journals.load(stuck.id, dsh_data).status == "done"
+    assert not journals.unfinished(dsh_data)
+    assert audit(dsh_data) == before
+
+
 # --- rebind ----------------------------------------------------------------
 
 

@@ -22,9 +22,9 @@ from tests.migrate.conftest import OWNED_UUID, audit, rows_by_key
 
 pytestmark = pytest.mark.e2e
 
-RUN_POINTS = ("after-source-backup", "after-backup", "after-rows-journal", "mid-copy",
-              "mid-copy:3", "after-copy-commit", "after-copied-journal", "mid-delete",
-              "mid-delete:4", "after-delete-commit")
+RUN_POINTS = ("after-journal-groups", "after-source-backup", "after-backup",
+              "after-rows-journal", "mid-copy", "mid-copy:3", "after-copy-commit",
+              "after-copied-journal", "mid-delete", "mid-delete:4", "after-delete-commit")
 
 
 def mnemo(args: list[str], cwd: Path, fault: str | None = None) -> subprocess.CompletedProcess:
@@ -84,3 +84,31 @@ def test_a_run_killed_before_any_move_can_be_reverted_instead(repo: Path, dsh_da
     assert killed.returncode == EXIT_CODE
     assert revert_migration().status == "reverted"
     assert audit(dsh_data) == before
+
+
+def test_a_run_killed_before_the_target_exists_is_completed_not_stuck(repo: Path,
+                                                                       dsh_data: Path):
+    """Killed after the journal names its groups, before the target bank exists.
+
+    The re-run used to exit 9 ("cannot back up ... it does not exist") on
+    every try, and `plan --check` kept exiting 8 for the unfinished journal.
+    """
+    before = audit(dsh_data)
+    target = next(iter(journals_targets(repo)))
+    assert not target.exists()
+    killed = mnemo(["migrate", "run", "--legacy-dsh", "--yes"], repo,
+                   fault="after-journal-groups")
+    assert killed.returncode == EXIT_CODE, killed.stderr
+    assert not target.exists()
+    assert mnemo(["migrate", "plan", "--check"], repo).returncode == 8  # unfinished
+    done = mnemo(["migrate", "run", "--legacy-dsh", "--yes", "--json"], repo)
+    assert done.returncode == 0, done.stderr
+    assert audit(dsh_data) == before
+    assert all(journals.load(j, dsh_data).status == "done" for j in journals.all_ids(dsh_data))
+    assert mnemo(["migrate", "plan", "--legacy-dsh", "--check"], repo).returncode == 0
+
+
+def journals_targets(repo: Path) -> list[Path]:
+    from dsh_mnemo.migrate import plan_migration
+
+    return [Path(g.target_db) for g in plan_migration(Selection(legacy_dsh=True)).groups]

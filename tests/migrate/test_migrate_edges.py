@@ -119,3 +119,22 @@ def test_the_plan_warns_about_global_rows_that_would_become_workspace_only(
     result = runner.invoke(app, ["migrate", "plan", "--legacy-dsh", "--json"])
     notes = json.loads(result.stdout)["notes"]
     assert any("1 selected memories have scope 'global'" in n for n in notes)
+
+
+def test_a_target_that_cannot_be_prepared_closes_the_run_as_failed(repo: Path, dsh_data: Path):
+    """Before anything moved, an error preparing the target (here a bank file that is
+    not a database) leaves a `failed` journal, never one that blocks later runs."""
+    before = audit(dsh_data)
+    target = paths.bank_db_path(identity.bank_for(OWNED), dsh_data)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"this is not a database" * 100)
+    result = runner.invoke(app, ["migrate", "run", "--legacy-dsh", "--yes"])
+    assert result.exit_code == ExitCode.DATA, result.output
+    assert "Traceback" not in result.output
+    assert not journals.unfinished(dsh_data)
+    assert [journals.load(j, dsh_data).status for j in journals.all_ids(dsh_data)] == ["failed"]
+    assert runner.invoke(app, ["migrate", "plan", "--legacy-dsh", "--check"]).exit_code \
+        == ExitCode.PENDING  # rows pending, no unfinished journal
+    target.unlink()
+    assert audit(dsh_data) == before
+    assert run_migration(Selection(legacy_dsh=True)).status == "moved"

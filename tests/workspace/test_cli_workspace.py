@@ -349,6 +349,39 @@ def test_workspaces_with_a_corrupt_index(data_dir: Path) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("content", (
+    b"[" * 100_000, b'{"workspaces": ' + b"[" * 100_000, b'{"a":' * 100_000,
+    b"\xff\xfe garbage", b""))
+def test_workspaces_survives_any_set_aside_index_copy(data_dir: Path, content: bytes) -> None:
+    """A kept-aside `identity.json.corrupt-*` is read for orphan hints on every run: deep
+    nesting used to raise RecursionError there, a traceback until the file was deleted."""
+    data_dir.mkdir()
+    (data_dir / "identity.json.corrupt-20260101T000000-000").write_bytes(content)
+    for _ in range(2):
+        result = invoke("workspaces")
+        assert result.exit_code == 0, result.output
+        assert "Traceback" not in result.output
+        assert ok_json(invoke("workspaces", "--json"), "workspaces")["orphans"] == []
+
+
+def test_a_truncated_set_aside_copy_still_names_where_an_orphan_lived(make_repo,
+                                                                     data_dir: Path) -> None:
+    repo = make_repo("lost-project")
+    bound = ok_json(invoke("bind", str(repo), "--json"), "bind")
+    assert invoke("remember", "The staging database runs on port 5433.",
+                  cwd=repo).exit_code == 0
+    text = (data_dir / "identity.json").read_bytes()
+    # The index is lost with the marker; a truncated copy of it was kept aside.
+    cut = text.rindex(b"}", 0, text.index(b'"declined"')) + 1  # after the entry, no "]"
+    (data_dir / "identity.json.corrupt-20260101T000000-000").write_bytes(text[:cut])
+    for name in ("identity.json", "identity.json.last-good"):
+        (data_dir / name).unlink()
+    (repo / ".mnemosyne-id").unlink()
+    (orphan,) = ok_json(invoke("workspaces", "--json"), "workspaces")["orphans"]
+    assert orphan["namespace"] == bound["namespace"]
+    assert orphan["last_seen_path"] == str(repo)
+
+
 def test_help_lists_the_workspace_commands() -> None:
     result = invoke("--help")
     assert result.exit_code == 0

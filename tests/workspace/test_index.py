@@ -68,8 +68,23 @@ def test_transaction_leaves_no_temp_files(data_dir: Path) -> None:
     for key in ("id:a", "id:b", "id:c"):
         with Index().transaction() as data:
             data.workspaces.append(_entry(key))
-    assert _files(data_dir) == ["identity.json", "identity.json.lock"]
+    assert _files(data_dir) == ["identity.json", "identity.json.last-good", "identity.json.lock"]
     assert [e.identityKey for e in Index().load().workspaces] == ["id:a", "id:b", "id:c"]
+
+
+def test_a_transaction_sweeps_what_a_killed_writer_left(data_dir: Path) -> None:
+    """atomic_write_text leaves its temporary file behind when the process is killed;
+    under the index lock no other writer is mid-write, so any such file is stale."""
+    data_dir.mkdir()
+    left = [data_dir / ".identity.json.k1ll3d.tmp", data_dir / ".identity.json.last-good.x.tmp",
+            data_dir / ".notices.json.y.tmp"]
+    for path in left:
+        path.write_text("half")
+    other = data_dir / ".something-else.tmp"
+    other.write_text("not ours")
+    with Index().transaction() as data:
+        data.workspaces.append(_entry("id:a"))
+    assert not any(p.exists() for p in left) and other.exists()
 
 
 def test_failed_transaction_changes_nothing(data_dir: Path) -> None:
@@ -97,7 +112,7 @@ def test_a_crash_during_the_write_keeps_the_old_file(data_dir: Path,
     with pytest.raises(OSError), Index().transaction() as data:
         data.workspaces.append(_entry("id:b"))
     assert (data_dir / "identity.json").read_bytes() == before
-    assert _files(data_dir) == ["identity.json", "identity.json.lock"]
+    assert _files(data_dir) == ["identity.json", "identity.json.last-good", "identity.json.lock"]
 
 
 def test_a_held_lock_is_reported_as_busy(data_dir: Path) -> None:
@@ -180,6 +195,7 @@ def test_corrupt_index_is_rebuilt_from_markers_as_they_are_seen(make_repo,
     repos = [make_repo(name) for name in ("one", "two")]
     bound = [workspace.bind(repo) for repo in repos]
     (data_dir / "identity.json").write_text("{corrupt")
+    (data_dir / "identity.json.last-good").unlink()  # as an older mnemo left it
     ctx = resolve_memory_context(repos[0] / ".", None, Settings())
     assert ctx.bound
     assert ctx.namespace == bound[0].namespace == expected_namespace(marker_uuid(repos[0]))
@@ -343,14 +359,17 @@ def test_read_only_callers_leave_a_corrupt_index_where_it_is(repo: Path, data_di
     index = data_dir / "identity.json"
     index.write_text('{"version": 1, "workspaces": [{"broken": ', encoding="utf-8")
     before = index.read_bytes()
-    assert Index(data_dir).peek().workspaces == []
+    # peek() shows what a recovery would restore (here: the last good copy) ...
+    (entry,) = Index(data_dir).peek().workspaces
+    assert entry.lastSeenPath == str(repo)
     # resolving without registering (doctor, plans) reads through peek()
     ctx = resolve_memory_context(repo, None, Settings(), register=False)
-    assert ctx.bound and ctx.workspace is not None and ctx.workspace.boundAt == 0
+    assert ctx.bound and ctx.workspace is not None and ctx.namespace == entry.namespace
     runner = CliRunner()
     for argv in (["doctor", str(repo), "--json"], ["migrate", "plan", "--to", str(repo),
                                                     "--json"]):
         result = runner.invoke(app, argv)
         assert result.exit_code in (0, 8), result.output
+    # ... and moves nothing.
     assert index.read_bytes() == before
     assert not list(data_dir.glob("identity.json.corrupt-*"))
