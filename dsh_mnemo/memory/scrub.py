@@ -1,18 +1,107 @@
-"""Secret scrubbing: what never reaches the database (`scrub.policy`).
+"""Text safety before storage: secrets (`scrub.policy`) and invisible characters.
 
-Captured turns are scrubbed before anything is written (the hook spool
-included).  Each finding is replaced by `[REDACTED:<kind>]`; for `key=value`
-shapes the key stays so the memory still reads sensibly
-(`DB_PASSWORD=[REDACTED:password]`).  The patterns favour recall over
-precision: a false positive costs a few characters of a memory, a false
-negative leaks a credential into every future prompt.
+Two things never reach the database: credentials, and characters a reader
+cannot see.  Every write path (hook capture and its spool, `mnemo remember`,
+import, MCP) runs `scrub` on the text it stores; under `redact` it cleans the
+text with `clean_invisible` first, under `warn` and `off` the caller runs
+`clean_invisible` itself.
 
-Pure and dependency-free (only `re`), so the hook path can import it cheaply.
+Redaction marker
+----------------
+Each secret becomes `<redacted-KIND>` (`KIND` is a lowercase, hyphenated name
+such as `password`, `openai-key`, `private-key`).  For `key=value` shapes the
+key, the separator and any quotes stay, so the memory still reads sensibly
+(`DB_PASSWORD=<redacted-password>`, `"token": "<redacted-token>"`).  URL
+credentials lose the password and keep the host: `amqp://app:<redacted-password>@mq`;
+for the four schemes Mnemosyne's own filter knows (`postgres`, `mysql`,
+`mongodb`, `redis`) the user name goes too: `redis://:<redacted-password>@cache:6379`.
+
+The marker is chosen so that Mnemosyne's strict write filter
+(`mnemosyne.core.filters`, `write_filter: strict`) never takes a scrubbed
+text for a secret and rejects the whole turn:
+
+- it starts with `<`, which its generic `password=…` rule excludes from a
+  value, so `password=<redacted-password>` has no 8-character value;
+- it contains no `:`, so it cannot be the colon its URL rule
+  (`postgres://…:…@`) needs, and a redacted URL of those schemes starts its
+  user-info with `:`, which that rule cannot match;
+- none of its kinds contains a key prefix (`sk-`, `ghp_`, `xox…`).
+
+After mnemo's own patterns, a safety net runs Mnemosyne's own secret patterns
+(`SECRET_LABELED_PATTERNS`, through linear-time equivalents) and redacts any
+span they still match, so whatever upstream would call a secret is removed
+and upstream's filter never rejects a text this module returned.  Its
+env-style rule (`SECRET_KEY=` at the very start of the text, whatever the
+value) is met by rewriting that one separator to `: ` (`SECRET_KEY: …`).
+One shape is left alone: a URL of those four schemes *without* credentials
+followed, anywhere later, by a `:` and an `@` (`postgres://db:5432/app …
+ping @ops`) also matches upstream's URL rule; rewriting it would damage
+ordinary text, so upstream may still reject such a text.
+
+The patterns favour recall over precision: a false positive costs a few
+characters of a memory, a false negative leaks a credential into every
+future prompt.
+
+Linear time
+-----------
+Hooks run under a deadline, and a regular expression that backtracks holds
+the GIL so the timer cannot stop the process.  Every pattern here is linear
+in the length of the text:
+
+- every quantifier is bounded, or is the last element of its pattern;
+- a repeat followed by something that can fail uses a class that excludes
+  that something, and its start is pinned to the start of a run (a
+  look-behind right after the literal prefix), so each run of characters is
+  scanned by a constant number of attempts;
+- no nested unbounded repeats, no overlapping alternatives under a repeat;
+- private-key blocks are found by scanning BEGIN and END markers in order,
+  never with `.*?` across the text;
+- upstream's own rules that backtrack quadratically (its JWT and URL rules)
+  are re-implemented with the same meaning in linear time.
+
+Speed matters as much as the shape of the patterns: case-insensitive
+patterns run case-sensitively over a lowered copy of the text of the same
+length (`_lower`, positions carry over), since Python's regex engine scans
+for a literal prefix quickly only without IGNORECASE; `_lower` also folds
+the three characters IGNORECASE matches with ASCII letters (İ ı ſ; the
+Kelvin sign lowers to `k` by itself), so upstream's rules keep their
+meaning.  Passes whose keyword is absent are skipped, fixed replacements
+run as C-level substitutions, and a per-match decision (placeholder, stop
+word, random-looking value) is a few string operations.  1 MiB of any shape
+in `tests/corpus/hostile.py` takes well under half a second of CPU.
+
+Invisible characters
+--------------------
+`clean_invisible` (and `hook.inject.sanitize` with the same set, on the way
+out) removes every character that renders as nothing and could carry hidden
+text: all Unicode format characters (category Cf: zero-width spaces and
+joiners, bidi controls, the BOM, soft hyphen, the tag characters
+U+E0000–E007F, interlinear annotations U+FFF9–FFFB, Egyptian hieroglyph
+format controls U+13430–1343F, shorthand format controls U+1BCA0–1BCA3,
+musical beam and slur controls U+1D173–1D17A), variation selectors
+(U+FE00–FE0F, U+E0100–E01EF, and the rest of plane 14), the Mongolian free
+variation selectors, the combining grapheme joiner, the Khmer inherent
+vowels, the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) and the
+unassigned specials U+FFF0–FFF8.  The list is written out rather than read
+from `unicodedata`, so an older Python whose Unicode tables lack a newer
+format character still removes it.  The braille blank U+2800 looks like a
+space and is one in braille, so it becomes a space.  C0/C1 control
+characters other than tab and newline are removed; CR, CRLF, U+2028 and
+U+2029 become newlines.  Lone surrogates (half an emoji, cut by a harness)
+become U+FFFD; a proper surrogate pair becomes the character it encodes.
+The cost: ZWJ emoji sequences fall apart into their parts, emoji lose their
+presentation selector, and scripts that use ZWJ/ZWNJ (Persian, Indic) lose
+a ligature hint; the words themselves survive.
+
+Pure and stdlib-only (plus upstream's filters module, imported lazily: it is
+cheap and opens no database), so the hook path can import it cheaply.
 """
 
 from __future__ import annotations
 
+import binascii
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 POLICIES = ("redact", "warn", "off")
@@ -28,113 +117,929 @@ class ScrubResult:
         return bool(self.findings)
 
 
-def _mark(kind: str) -> str:
-    return f"[REDACTED:{kind}]"
+MARKER_PREFIX = "<redacted-"
 
 
-# Whole-token secrets: the match is replaced entirely.  Order matters: the
-# private-key block goes first so its body is not half-matched by others.
-_TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("private-key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)", re.S)),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}")),
-    ("stripe-key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}")),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b")),
-    ("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}")),
-    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{16,}")),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{30,}")),
-    ("pypi-token", re.compile(r"\bpypi-[A-Za-z0-9_-]{40,}")),
+def marker(kind: str) -> str:
+    """The text that replaces a secret of `kind`: `<redacted-KIND>`."""
+    return f"{MARKER_PREFIX}{kind}>"
+
+
+# ─── Invisible characters and broken text ──────────────────────────────────
+
+# Inclusive ranges of characters that render as nothing (see the module
+# docstring).  tests/memory/test_scrub.py checks that every Cf character of the
+# running Python's Unicode tables is covered.
+INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),    # soft hyphen
+    (0x034F, 0x034F),    # combining grapheme joiner
+    (0x0600, 0x0605),    # Arabic number signs (Cf)
+    (0x061C, 0x061C),    # Arabic letter mark
+    (0x06DD, 0x06DD),    # Arabic end of ayah (Cf)
+    (0x070F, 0x070F),    # Syriac abbreviation mark
+    (0x0890, 0x0891),    # Arabic pound/piastre mark above (Cf)
+    (0x08E2, 0x08E2),    # Arabic disputed end of ayah (Cf)
+    (0x115F, 0x1160),    # Hangul choseong/jungseong fillers
+    (0x17B4, 0x17B5),    # Khmer inherent vowels
+    (0x180B, 0x180F),    # Mongolian free variation selectors, vowel separator
+    (0x200B, 0x200F),    # zero-width space, ZWNJ, ZWJ, LRM, RLM
+    (0x202A, 0x202E),    # bidi embeddings and overrides
+    (0x2060, 0x206F),    # word joiner, invisible operators, bidi isolates, deprecated
+    (0x3164, 0x3164),    # Hangul filler
+    (0xFE00, 0xFE0F),    # variation selectors
+    (0xFEFF, 0xFEFF),    # BOM / zero-width no-break space
+    (0xFFA0, 0xFFA0),    # halfwidth Hangul filler
+    (0xFFF0, 0xFFFB),    # unassigned specials, interlinear annotation controls
+    (0x110BD, 0x110BD),  # Kaithi number sign
+    (0x110CD, 0x110CD),  # Kaithi number sign above
+    (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0x1D173, 0x1D17A),  # musical symbol beam/tie/slur/phrase controls
+    (0xE0000, 0xE0FFF),  # tag characters, variation selectors supplement, rest of plane 14
 )
 
-# `Authorization: Bearer xyz`, `Bearer xyz`, `Basic xyz`: keep the scheme.
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=-]{12,})")
 
-# URL userinfo: scheme://user:password@host
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]{3,})(@)")
-
-# key = value / key: value / "key": "value" where the key names a secret.
-_SECRET_KEY = (r"[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|"
-               r"apikey|access[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth)")
-_KEY_VALUE = re.compile(
-    r"(?i)(?P<key>[\"']?\b" + _SECRET_KEY + r"[\"']?)"
-    r"(?P<sep>\s*(?::=|=>|:|=)\s*)"
-    r"(?P<value>\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"',;&)}\]]{1,512})")
-
-_VALUE_IS_PLACEHOLDER = re.compile(
-    r"^[\"']?(?:|\*+|x+|\.\.\.|<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\[REDACTED[^\]]*\]?|"
-    r"null|none|true|false|changeme|example|redacted)[\"']?$", re.I)
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    parts = []
+    for low, high in ranges:
+        parts.append(re.escape(chr(low)) if low == high
+                     else f"{re.escape(chr(low))}-{re.escape(chr(high))}")
+    return "".join(parts)
 
 
-def _kind_for_key(key: str) -> str:
-    lowered = key.lower()
-    for word in ("password", "passwd", "passphrase", "secret", "token", "private",
-                 "credential"):
-        if word in lowered:
-            return {"passwd": "password", "private": "private-key"}.get(word, word)
-    if "key" in lowered:
-        return "api-key"
-    return "secret"
+INVISIBLE_CLASS = _char_class(INVISIBLE_RANGES)
+_INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]")
+# C0 and C1 controls except tab and newline (CR is turned into a newline first).
+_INVISIBLE_OR_CONTROL = re.compile(f"[{INVISIBLE_CLASS}\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAKS = re.compile("\r\n?|[\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = re.compile(
+    "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
-def find_and_redact(text: str) -> ScrubResult:
-    """Replace every secret found in `text`; report the kinds found."""
-    findings: list[str] = []
+def fix_surrogates(text: str) -> str:
+    """Lone surrogates become U+FFFD; a surrogate pair becomes its character.
 
-    def token_sub(kind: str) -> object:
-        def replace(match: re.Match[str]) -> str:
-            findings.append(kind)
-            return _mark(kind)
-        return replace
+    A harness that cuts text in the middle of an emoji sends half of it as a
+    JSON `\\ud83d` escape: such a string cannot be encoded as UTF-8, so it
+    could not be written to the spool or the database.
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    text = _LONE_SURROGATE.sub("\ufffd", text)
+    if _SURROGATE.search(text) is None:
+        return text
+    # Only proper pairs are left: let the codec join them.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
-    for kind, pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(token_sub(kind), text)
 
-    def auth(match: re.Match[str]) -> str:
-        value = match.group(3)
-        # "token" is an ordinary English word; only redact what looks like a credential.
-        if match.group(1).lower() == "token" and not _looks_random(value):
-            return match.group(0)
-        if value.startswith("[REDACTED"):
-            return match.group(0)
-        findings.append("bearer-token")
-        return f"{match.group(1)}{match.group(2)}{_mark('bearer-token')}"
+def clean_invisible(text: str) -> str:
+    """`text` safe to store: no invisible characters, controls or lone surrogates.
 
-    text = _AUTH_SCHEME.sub(auth, text)
+    Keeps tab and newline; CR, CRLF, U+2028 and U+2029 become newlines, the
+    braille blank U+2800 a space.  Linear time.
+    """
+    text = fix_surrogates(text)
+    text = _LINE_BREAKS.sub("\n", text)
+    text = _INVISIBLE_OR_CONTROL.sub("", text)
+    return text.replace("\u2800", " ")
 
-    def url(match: re.Match[str]) -> str:
-        findings.append("url-password")
-        return f"{match.group(1)}{_mark('password')}{match.group(3)}"
 
-    text = _URL_CREDENTIALS.sub(url, text)
+def strip_invisible(text: str) -> str:
+    """Only the invisible characters of `clean_invisible` removed (controls kept)."""
+    return _INVISIBLE.sub("", text)
 
-    def key_value(match: re.Match[str]) -> str:
-        value = match.group("value")
-        if _VALUE_IS_PLACEHOLDER.match(value):
-            return match.group(0)
-        kind = _kind_for_key(match.group("key"))
+
+# ─── Matching helpers ──────────────────────────────────────────────────────
+
+# Under re.IGNORECASE these match ASCII letters; `_lower` folds them so that
+# case-sensitive patterns over the lowered text mean the same.  U+0130 is
+# also the one character whose str.lower() is two characters long.
+_FOLD = {0x130: "i", 0x131: "i", 0x17F: "s"}
+_FOLD_CHARS = re.compile("[\u0130\u0131\u017f]")
+
+
+def _lower(text: str) -> str:
+    """`text` lowercased, with the same length, so positions carry over.
+
+    Case-insensitive patterns run as lowercase patterns over this text: the
+    regex engine scans a literal prefix fast only without IGNORECASE.
+    """
+    if not text.isascii() and _FOLD_CHARS.search(text):
+        text = text.translate(_FOLD)
+    return text.lower()
+
+
+# A callback's answer: (start, end, replacement, kind) within the match, or None.
+Replace = Callable[[re.Match[str], str], "tuple[int, int, str, str] | None"]
+
+
+def _sub(pattern: re.Pattern[str], text: str, findings: list[str], replace: Replace) -> str:
+    """Match `pattern` over `_lower(text)`; `replace(match, text)` says what to cut from `text`."""
+    pieces: list[str] = []
+    pos = 0
+    for match in pattern.finditer(_lower(text)):
+        result = replace(match, text)
+        if result is None:
+            continue
+        start, end, replacement, kind = result
+        pieces.append(text[pos:start])
+        pieces.append(replacement)
         findings.append(kind)
-        quote = value[0] if value[:1] in ("'", '"') else ""
-        return f"{match.group('key')}{match.group('sep')}{quote}{_mark(kind)}{quote}"
+        pos = end
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
-    text = _KEY_VALUE.sub(key_value, text)
-    return ScrubResult(text=text, findings=findings)
+
+def _sub_fixed(pattern: re.Pattern[str], text: str, findings: list[str], template: str,
+               kind: str) -> str:
+    """`pattern.subn(template, text)` (no Python per match); one finding per match."""
+    text, count = pattern.subn(template, text)
+    findings.extend([kind] * count)
+    return text
+
+
+def _replace_span(pattern: re.Pattern[str], text: str, findings: list[str], first: str,
+                  last: str, replacement: str, kind: str, lowered: bool = False) -> str:
+    """Replace, in every match, the text from group `first` to group `last`.
+
+    With `lowered`, `pattern` (lowercase) is matched over `_lower(text)`.
+    """
+    pieces: list[str] = []
+    pos = 0
+    for match in pattern.finditer(_lower(text) if lowered else text):
+        pieces.append(text[pos:match.start(first)])
+        pieces.append(replacement)
+        pos = match.end(last)
+    if not pieces:
+        return text
+    findings.extend([kind] * (len(pieces) // 2))
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    replacement: str
+    kind: str
+
+
+def _apply(text: str, spans: list[_Span], findings: list[str]) -> str:
+    """Replace `spans` (sorted by start; a span overlapping an earlier one is dropped)."""
+    if not spans:
+        return text
+    spans.sort(key=lambda s: s.start)
+    out: list[str] = []
+    pos = 0
+    for span in spans:
+        if span.start < pos:
+            continue
+        out.append(text[pos:span.start])
+        out.append(span.replacement)
+        if span.kind:
+            findings.append(span.kind)
+        pos = span.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_KEY_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+_DIGITS = frozenset("0123456789")
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_HEX = re.compile(r"[0-9a-fA-F]{8,4096}")
+_B64ISH = re.compile(r"[A-Za-z0-9+/_~.=-]{20,4096}")
 
 
 def _looks_random(value: str) -> bool:
-    """A credential-like string: long, mixing letters and digits."""
-    return (len(value) >= 20 and any(c.isdigit() for c in value)
-            and any(c.isalpha() for c in value))
+    """A credential-like string: letters with digits and some variety, or long hex/base64."""
+    if len(value) < 8:
+        return False
+    chars = set(value)
+    has_digit = bool(chars & _DIGITS)
+    has_upper = bool(chars & _UPPER)
+    has_lower = bool(chars & _LOWER)
+    if _HEX.fullmatch(value):
+        return (has_digit and (has_upper or has_lower)) or len(value) >= 32
+    if has_digit and (has_upper or has_lower or any(c.isalpha() for c in value)):
+        return (has_upper and has_lower) or len(value) >= 12 or not value.isalnum()
+    if _B64ISH.fullmatch(value):
+        return has_upper and has_lower and bool(chars & set("+/=_-"))
+    return False
+
+
+_PLACEHOLDER = re.compile(
+    r"(?:|\*{1,64}|x{1,64}|\.{2,64}|…|-|<[^<>\n]{0,64}>|\$\{[^{}\n]{0,64}\}|"
+    r"\$[a-z_][a-z0-9_]{0,64}|\{\{[^{}\n]{0,64}\}\}|%\([a-z_]{1,32}\)s|"
+    r"null|none|nil|true|false|undefined|changeme|example|redacted|"
+    r"\[redacted[^\]\n]{0,32}\]|your[ _-][\w -]{0,40}|"
+    r"(?:os\.environ|os\.getenv|getenv|process\.env|env|settings|config)[.\[(].{0,64})")
+_PLACEHOLDER_START = frozenset("*x.…-<${%[ntfeucyrgpos")
+
+
+def _is_placeholder(value: str) -> bool:
+    """`${VAR}`, `<your key>`, `***`, `null`, `os.environ[...]`: not a secret."""
+    stripped = value.strip().strip("\"'`")
+    if stripped and stripped[0].lower() not in _PLACEHOLDER_START:
+        return False
+    return bool(_PLACEHOLDER.fullmatch(_lower(stripped))) or stripped.startswith(MARKER_PREFIX)
+
+
+# Words that follow "password:" or "password is" in ordinary prose.
+_STOPWORDS = frozenset("""
+a an the is are was were be been being to for in on of and or not no yes it this that
+these those here there below above required optional mandatory hashed salted stored
+saved encrypted reset set changed rotated expired invalid incorrect wrong
+empty missing blank unknown known weak strong long short too same different new old
+click enter see use type please must should can will never always now still just
+only also field fields value values policy policies manager managers protected
+hidden masked shown visible secure insecure managed handled generated random
+unique case sensitive length characters digits letters etc ok fine good bad
+your my our their his her its one ones bucket buckets based auth authentication with from
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+# ─── Private-key blocks ────────────────────────────────────────────────────
+
+_PEM_LABEL = r"[ ]{1,4}(?:[a-z0-9]{1,12}[ ]{1,4}){0,4}private[ ]{1,4}key(?:[ ]{1,4}block)?-----"
+_PEM_BEGIN = re.compile(r"-----begin" + _PEM_LABEL)
+_PEM_END = re.compile(r"-----end" + _PEM_LABEL)
+_PUTTY_BEGIN = re.compile(r"putty-user-key-file-[0-9]{1,2}:")
+_PUTTY_END = re.compile(r"private-mac:[ \t]{0,8}[0-9a-f]{1,256}")
+
+
+def _blocks(lowered: str, begin: re.Pattern[str],
+            end: re.Pattern[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each block, in order; an unterminated one runs to the end.
+
+    Linear: after a BEGIN, the END search starts there, and the next BEGIN
+    search starts after that END, so no character is scanned twice.
+    """
+    pos = 0
+    while True:
+        opened = begin.search(lowered, pos)
+        if opened is None:
+            return
+        closed = end.search(lowered, opened.end())
+        if closed is None:
+            yield opened.start(), len(lowered)
+            return
+        yield opened.start(), closed.end()
+        pos = closed.end()
+
+
+def _redact_blocks(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)
+    if "-----" not in text and "putty-user-key-file-" not in lowered:
+        return text
+    spans = []
+    for begin, end in ((_PEM_BEGIN, _PEM_END), (_PUTTY_BEGIN, _PUTTY_END)):
+        spans.extend(_Span(s, e, marker("private-key"), "private-key")
+                     for s, e in _blocks(lowered, begin, end))
+    return _apply(text, spans, findings)
+
+
+# ─── Whole-token secrets ───────────────────────────────────────────────────
+
+def _tok(literal: str, body: str, boundary: str = "A-Za-z0-9") -> str:
+    """`literal` not preceded by a `boundary` character, then `body`.
+
+    The look-behind comes after the literal so the regex engine can still
+    scan for the literal prefix quickly.
+    """
+    return f"{literal}(?<![{boundary}]{literal}){body}"
+
+
+_END = r"(?![A-Za-z0-9_-])"
+
+# (kind, literal that must be in the text for the pattern to run, pattern).
+# A pattern with a `head` group keeps it.  Order matters: specific prefixes
+# before the general ones that contain them.
+_TOKEN_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (kind, needle, re.compile(pattern)) for kind, needle, pattern in (
+        ("anthropic-key", "sk-ant-", _tok("sk-ant-", r"[A-Za-z0-9_-]{20,}")),
+        ("openai-key", "sk-", _tok("sk-", r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+                                          r"|[A-Za-z0-9]{20,}[A-Za-z0-9_-]{0,512})")),
+        ("stripe-key", "k_", _tok("[srp]k_(?:live|test)_", r"[A-Za-z0-9]{10,}")),
+        ("stripe-webhook-secret", "whsec_", _tok("whsec_", r"[A-Za-z0-9+/=]{20,}")),
+        ("github-token", "gh", _tok("gh[pousr]_", r"[A-Za-z0-9]{30,}")),
+        ("github-token", "github_pat_", _tok("github_pat_", r"[A-Za-z0-9_]{22,}")),
+        ("gitlab-token", "gl", _tok("gl", r"(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-"
+                                          r"[A-Za-z0-9_-]{20,}")),
+        ("aws-access-key", "A", _tok("A", r"(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|"
+                                          r"3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
+        ("slack-token", "xox", _tok("xox[abposre]-", r"[A-Za-z0-9-]{10,}")),
+        ("slack-token", "xapp-", _tok("xapp-", r"[0-9]{1,3}-[A-Za-z0-9-]{10,}")),
+        ("slack-webhook", "hooks.slack.com",
+         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}"),
+        ("google-api-key", "AIza", _tok("AIza", r"[0-9A-Za-z_-]{30,}")),
+        ("google-oauth-secret", "GOCSPX-", _tok("GOCSPX-", r"[A-Za-z0-9_-]{20,}")),
+        ("google-oauth-token", "ya29.", _tok(r"ya29\.", r"[0-9A-Za-z_-]{20,}")),
+        ("google-oauth-token", "1//", _tok("1//", r"0[0-9A-Za-z_-]{30,}", "A-Za-z0-9/")),
+        ("azure-key", "Key", r"(?P<head>(?:AccountKey|SharedAccessKey)(?<![A-Za-z0-9]AccountKey)"
+                             r"(?<![A-Za-z0-9]SharedAccessKey)[ \t]{0,4}=[ \t]{0,4})"
+                             r"[A-Za-z0-9+/]{20,}={0,2}"),
+        ("azure-sas-signature", "sig=",
+         r"(?P<head>sig=)(?<![A-Za-z0-9_]sig=)[A-Za-z0-9%+/]{16,}={0,2}"),
+        ("sendgrid-key", "SG.", _tok(r"SG\.", r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+        ("twilio-key", "SK", _tok("SK", r"[0-9a-fA-F]{32}(?![A-Za-z0-9])")),
+        ("digitalocean-token", "_v1_", _tok("do[por]_v1_", r"[a-fA-F0-9]{64}")),
+        ("npm-token", "npm_", _tok("npm_", r"[A-Za-z0-9]{30,}")),
+        ("pypi-token", "pypi-", _tok("pypi-", r"[A-Za-z0-9_-]{40,}")),
+        ("huggingface-token", "hf_", _tok("hf_", r"[A-Za-z0-9]{30,}")),
+        ("huggingface-token", "api_org_", _tok("api_org_", r"[A-Za-z0-9]{30,}")),
+        ("heroku-key", "HRKU-", _tok("HRKU-", r"[A-Za-z0-9_-]{20,}")),
+        ("mailgun-key", "key-", _tok("key-", r"[0-9a-zA-Z]{32}(?![A-Za-z0-9])", "A-Za-z0-9_-")),
+        ("sentry-token", "sntry", _tok("sntry[su]_", r"[A-Za-z0-9_=+/-]{30,}")),
+        ("discord-webhook", "discord",
+         r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/"
+         r"[A-Za-z0-9_-]{20,}"),
+        ("discord-token", ".",
+         r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\."
+         r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
+        ("telegram-token", ":AA", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END),
+        ("vault-token", "hv", _tok(r"hv[sbr]\.", r"[A-Za-z0-9_-]{24,}")),
+        ("databricks-token", "dapi", _tok("dapi", r"[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])")),
+        ("shopify-token", "shp", _tok("shp(?:at|ss|ca|pa)_", r"[0-9a-fA-F]{32}")),
+        ("linear-key", "lin_", _tok("lin_", r"(?:api|oauth)_[A-Za-z0-9]{32,}")),
+        ("notion-token", "ntn_", _tok("ntn_", r"[A-Za-z0-9]{40,}")),
+        ("age-secret-key", "AGE-SECRET-KEY-", _tok("AGE-SECRET-KEY-1", r"[0-9A-Z]{50,}")),
+    ))
+
+# JWTs over the lowered text, with exactly upstream's meaning (its rule is
+# case-insensitive and has no boundary) but linear: the match consumes only
+# the first run, the look-ahead checks the two segments after it; the run
+# is then searched for the first `eyj` followed by a character.
+_JWT_RUN = re.compile(r"(?<![a-z0-9_-])[a-z0-9_-]{4,}(?=\.eyj[a-z0-9_-]{1,}\.[a-z0-9_-])")
+_JWT_SEGMENT = re.compile(r"[a-z0-9_-]{1,}")
+_JWT_HEAD = re.compile(r"eyj(?=[a-z0-9_-])")
+
+
+def _jwt_spans(lowered: str) -> list[tuple[int, int]]:
+    """(start, end) of every JWT-shaped span, as upstream's rule would find them."""
+    spans: list[tuple[int, int]] = []
+    floor = 0
+    for run in _JWT_RUN.finditer(lowered):
+        if run.start() < floor:
+            continue
+        head = _JWT_HEAD.search(lowered, run.start(), run.end())
+        if head is None:
+            continue
+        second = _JWT_SEGMENT.match(lowered, run.end() + 1)
+        third = _JWT_SEGMENT.match(lowered, second.end() + 1) if second else None
+        if third is None:
+            continue
+        spans.append((head.start(), third.end()))
+        floor = third.end()
+    return spans
+
+
+# A bare 40-character AWS secret access key (in prose: "the secret is wJal…").
+_AWS_SECRET_LOWERED = re.compile(r"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])")
+
+
+def _aws_secret(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end = match.span()
+    value = text[start:end]
+    if value[0] == "/" or value.count("/") + value.count("+") > 4:
+        return None
+    chars = set(value)
+    if not (chars & _UPPER and chars & _LOWER and chars & _DIGITS):
+        return None
+    return start, end, marker("aws-secret-key"), "aws-secret-key"
+
+
+def _redact_tokens(text: str, findings: list[str]) -> str:
+    for kind, needle, pattern in _TOKEN_PATTERNS:
+        if needle in text:
+            head = r"\g<head>" if "head" in pattern.groupindex else ""
+            text = _sub_fixed(pattern, text, findings, head + marker(kind), kind)
+    lowered = _lower(text)
+    if ".eyj" in lowered:
+        spans = [_Span(s, e, marker("jwt"), "jwt") for s, e in _jwt_spans(lowered)]
+        text = _apply(text, spans, findings)
+    if len(text) < 40:
+        return text
+    return _sub(_AWS_SECRET_LOWERED, text, findings, _aws_secret)
+
+
+# ─── URL credentials ───────────────────────────────────────────────────────
+
+# `scheme://user:password@host`, anchored on "://": the user part ends at the
+# first colon, the password at the last `@` before a slash or a space.  For
+# the schemes upstream's URL rule knows (matched as it does: the scheme ends
+# so, in any case) the user goes too, so that rule cannot match the result.
+_USERINFO = r"(?P<user>[^\s:/\"'<>]{0,128}):(?P<pw>[^\s/\"'<>]{1,256})@"
+_UPSTREAM_SCHEME_BEHIND = "|".join(
+    "(?<=" + "".join(f"[{c}{c.upper()}]" for c in name) + "://)"
+    for name in ("postgres", "mysql", "mongodb", "redis"))
+_URL_UPSTREAM = re.compile(r"://(?:" + _UPSTREAM_SCHEME_BEHIND + ")" + _USERINFO)
+_URL_OTHER = re.compile(r"://(?!(?:[^\s:/\"'<>]{0,128}):(?:\$\{|\$[A-Za-z_]|\*{1,64}@|\.{3}@))"
+                        + _USERINFO)
+_SENTRY_DSN = re.compile(r"://[0-9a-fA-F]{32}(?::[0-9a-fA-F]{32})?@")
+
+
+def _redact_urls(text: str, findings: list[str]) -> str:
+    if "://" not in text:
+        return text
+    text = _sub_fixed(_SENTRY_DSN, text, findings, f"://{marker('sentry-key')}@", "sentry-key")
+    text = _replace_span(_URL_UPSTREAM, text, findings, "user", "pw", ":" + marker("password"),
+                         "password")
+    return _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
+
+
+# ─── Authorization headers, Bearer/Basic, curl -u (over the lowered text) ──
+
+_AUTH_HEADER = re.compile(
+    r"(?P<head>authorization[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
+    r"(?:(?:bearer|basic|token|digest|bot|negotiate|apikey|sso-key)[ \t]{1,4})?)"
+    r"(?P<value>[a-z0-9._~+/=:-]{4,4096})")
+_BEARER = re.compile(
+    r"bearer(?<![\w-]bearer)(?P<sep>[ \t]{1,4})(?P<value>[a-z0-9._~+/=-]{12,4096})")
+_BASIC = re.compile(
+    r"basic(?<![\w-]basic)(?P<sep>[ \t]{1,4})(?P<value>[a-z0-9+/]{8,4096}={0,2})(?![a-z0-9+/=])")
+_CURL_USER = re.compile(
+    r"(?P<head>-(?:u|-user)(?<![\w-]-u)(?<![\w-]--user)[ \t]{1,4}[\"']?[^\s:\"'/]{1,128}:)"
+    r"(?P<value>[^\s\"']{1,256})")
+
+
+def _decodes_to_userpass(value: str) -> bool:
+    """`value` is base64 of `user:password` (HTTP Basic credentials)."""
+    if len(value) < 8:
+        return False
+    try:
+        plain = binascii.a2b_base64(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, colon, password = plain.partition(":")
+    return bool(colon and password) and plain.isprintable()
+
+
+def _value(match: re.Match[str], text: str) -> tuple[int, int, str]:
+    start, end = match.span("value")
+    return start, end, text[start:end]
+
+
+def _header(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _value(match, text)
+    if _is_placeholder(value) or not (_weak_secret(value) or len(value) >= 20):
+        return None
+    return start, end, marker("auth-header"), "auth-header"
+
+
+def _bearer(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _value(match, text)
+    if not (_looks_random(value) or (len(value) >= 20 and not value.isalpha())):
+        return None
+    return start, end, marker("bearer-token"), "bearer-token"
+
+
+def _basic(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _value(match, text)
+    if not _decodes_to_userpass(value):
+        return None
+    return start, end, marker("basic-auth"), "basic-auth"
+
+
+def _curl(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _value(match, text)
+    if value.isdigit() or len(value) < 3 or _is_placeholder(value):
+        return None
+    return start, end, marker("password"), "password"
+
+
+def _redact_auth(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)
+    if "authorization" in lowered:
+        text = _sub(_AUTH_HEADER, text, findings, _header)
+    if "bearer" in lowered:
+        text = _sub(_BEARER, text, findings, _bearer)
+    if "basic" in lowered:
+        text = _sub(_BASIC, text, findings, _basic)
+    if "-u" in text:
+        text = _sub(_CURL_USER, text, findings, _curl)
+    return text
+
+
+# ─── key = value (over the lowered text) ───────────────────────────────────
+
+# The last word of a key that names a secret.  A key must *end* with one of
+# these (`DB_PASSWORD`, `githubToken`, `aws_secret_access_key`), so
+# `password_reset`, `max_tokens` and `tokenizer` are not keys of secrets.
+# `password`, `secret`, `token`, `credentials` always name one; `key`, `pwd`,
+# `auth` only when the value looks random, unless the key is a known kind of
+# key (`api_key`, `signing_key` …); `pass` when it is a whole word (`DB_PASS`).
+# (A short alternation of literals: the regex engine scans for it quickly.)
+_KEY_WORD = r"pass(?:word|wd|phrase|code)?|secret|token|credentials?|key|pwd|auth"
+_STRONG_KEY_PREFIX = re.compile(
+    r"(?:api|access|private|account|master|signing|encryption|hmac|secret|"
+    r"shared[_-]?access|app|client|consumer|session|jwt|aes|crypt)[_-]?\Z")
+_KEYWORDS = ("pass", "secret", "token", "credential", "key", "pwd", "auth")
+_KV = re.compile(
+    r"(?P<kw>" + _KEY_WORD + r")(?P<q>[\"']?\]?)"
+    r"(?P<sep>[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16})"
+    r"(?P<value>\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
+    r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|"
+    r"[^\s\"'`,;&)}\]<>{][^\s\"'`,;&)}\]{]{0,1023}|[\"'`][^\s\"'`]{1,1024})")
+_WEAK_KEYWORDS = frozenset(("key", "pwd", "pass", "auth"))
+_WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_LINE_LEAD = re.compile(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
+_TRAILING = ".,;:!?)]}"
+
+
+def _weak_secret(value: str) -> bool:
+    """A value that is a secret even under a vague key (`key`, `auth`, `pwd`)."""
+    return _looks_random(value) or _decodes_to_userpass(value)
+
+
+def _kind_for_key(key: str) -> str:
+    lowered = key.lower().replace("-", "_")
+    if "pass" in lowered or lowered.endswith("pwd"):
+        return "password"
+    if lowered.endswith("token"):
+        return "token"
+    if "secret" in lowered:
+        return "secret"
+    if "credential" in lowered:
+        return "credentials"
+    if lowered.endswith("key"):
+        return "api-key" if "api" in lowered else "key"
+    return "secret"
+
+
+def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
+    """The span of the value to redact for one key=value match (None: keep it)."""
+    value_start, end = match.span("value")
+    value = text[value_start:end]
+    if len(value) < 2 or _is_placeholder(value):
+        return None
+    keyword = match.group("kw")
+    start = match.start()
+    if keyword in _WEAK_KEYWORDS:
+        window = text[max(0, start - 96):start]
+        prefix = window[len(window.rstrip(_KEY_CHARS)):]
+        if keyword == "pass":
+            strong = not prefix or prefix[-1] in "_.-"
+        else:
+            strong = keyword == "key" and _STRONG_KEY_PREFIX.search(prefix.lower()) is not None
+    else:
+        prefix, strong = "", True
+    if value[0] in "\"'`" and value[-1] == value[0]:
+        # Quoted: the inside goes, the quotes stay.
+        inner = value[1:-1]
+        if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
+            return None
+        kind = _kind_for_key(prefix + keyword)
+        return _Span(value_start + 1, end - 1, marker(kind), kind)
+    if value[0] in "\"'`":  # an opening quote never closed on this line
+        value_start += 1
+        value = value[1:]
+    if strong and match.group("sep") != "=" and _at_line_start(text, start - len(prefix)):
+        # A config line (YAML, INI, TOML: `key: value`, `key = value`): the
+        # value is the rest of the line, less a ` #` comment, so a multi-word
+        # value goes whole.  `KEY=value` (shell, .env) ends at a space.
+        eol = text.find("\n", value_start, value_start + 1024)
+        rest = text[value_start:eol if eol >= 0 else min(len(text), value_start + 1024)]
+        comment = rest.find(" #")
+        value = (rest[:comment] if comment >= 0 else rest).rstrip()
+    else:
+        value = value.rstrip(_TRAILING)
+    if not value or _is_placeholder(value):
+        return None
+    if not strong and not _weak_secret(value):
+        return None
+    if strong and value.split(" ", 1)[0].lower() in _STOPWORDS:
+        return None
+    kind = _kind_for_key(prefix + keyword)
+    return _Span(value_start, value_start + len(value), marker(kind), kind)
+
+
+def _at_line_start(text: str, key_start: int) -> bool:
+    """Only indentation, a list dash, `export` or a quote before the key on its line."""
+    while key_start > 0 and text[key_start - 1] in "\"'":
+        key_start -= 1
+    line_start = text.rfind("\n", max(0, key_start - 48), key_start) + 1
+    if line_start == 0 and key_start > 48:
+        return False
+    return _LINE_LEAD.fullmatch(text, line_start, key_start) is not None
+
+
+def _redact_key_values(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)
+    if not any(word in lowered for word in _KEYWORDS):
+        return text
+    spans: list[_Span] = []
+    floor = 0
+    for match in _KV.finditer(lowered):
+        if match.start() < floor:
+            continue
+        span = _key_value_span(text, match)
+        if span is not None:
+            spans.append(span)
+            floor = span.end
+    return _apply(text, spans, findings)
+
+
+# `--password hunter2`, `--token abc` (the `=` form is a key=value).
+_CLI_FLAG = re.compile(
+    r"(?P<head>--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|secret|"
+    r"client-secret|access-token|auth-token)[ \t]{1,4})(?P<value>[^\s\"'-][^\s\"']{0,255}|"
+    r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+# `mysql -u root -pS3cret` (the password glued to -p).
+_MYSQL_P = re.compile(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
+                      r"(?P<value>[^\s\"']{1,256}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+
+
+def _quoted_value(match: re.Match[str], text: str) -> tuple[int, int, str]:
+    """The value's span and text, inside its quotes when it has them."""
+    start, end, value = _value(match, text)
+    if len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
+        return start + 1, end - 1, value[1:-1]
+    return start, end, value
+
+
+def _flag(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _quoted_value(match, text)
+    if _is_placeholder(value) or value.lower() in _STOPWORDS:
+        return None
+    kind = _kind_for_key(match.group("head").strip())
+    return start, end, marker(kind), kind
+
+
+def _mysql(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _quoted_value(match, text)
+    if _is_placeholder(value):
+        return None
+    return start, end, marker("password"), "password"
+
+
+def _redact_flags(text: str, findings: list[str]) -> str:
+    if "--" in text:
+        text = _sub(_CLI_FLAG, text, findings, _flag)
+    if "-p" in text and ("mysql" in text or "mariadb" in text):
+        text = _sub(_MYSQL_P, text, findings, _mysql)
+    return text
+
+
+# ─── Phrases (over the lowered text) ───────────────────────────────────────
+
+# "my password is hunter2", "the password for staging is 'a b c'",
+# "the signing key is 9f86…"; bare: "use key 3q2+7w…" (random values only).
+_PHRASE_KEYWORD = (
+    r"(?P<kw>pass(?:word|phrase|code)|passwd|key|secret|token)")
+_PHRASE_VALUE = r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s\"'`<>]{1,256})"
+_PHRASE = re.compile(
+    _PHRASE_KEYWORD +
+    r"(?P<ctx>[ \t]{1,4}(?:for|of|to|on)[ \t]{1,4}[^\n.,;:!?=]{1,40}?)?"
+    r"(?P<verb>[ \t]{1,4}(?:is|was|will[ \t]be|should[ \t]be)(?:[ \t]{0,4}:)?[ \t]{1,4}"
+    r"(?:now[ \t]{1,4}|still[ \t]{1,4}|just[ \t]{1,4}|set[ \t]to[ \t]{1,4})?)" + _PHRASE_VALUE)
+_BARE = re.compile(_PHRASE_KEYWORD + r"(?P<verb>[ \t]{1,4})" + _PHRASE_VALUE)
+_PASSWORD_WORDS = ("password", "passphrase", "passcode", "passwd")
+_PIN = re.compile(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
+                  r"(?:[ \t]{0,4}:)?[ \t]{1,4}(?P<value>[0-9]{4,12})(?![0-9])")
+_PHRASE_WORDS = ("pass", "pin", "key", "secret", "token")
+
+
+def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    begin = match.start()
+    if begin and text[begin - 1] in _WORD_BEFORE:
+        return None  # "monkey is", "tokens": not the keyword
+    start, end, value = _value(match, text)
+    keyword = match.group("kw")
+    has_verb = not match.group("verb").isspace()
+    quote = value[0] in "\"'`"
+    if quote:
+        start, end, inner = start + 1, end - 1, value[1:-1]
+    else:
+        inner = value.rstrip(_TRAILING)
+        end = start + len(inner)
+    if not inner or _is_placeholder(inner):
+        return None
+    if keyword in _PASSWORD_WORDS and (has_verb or quote):
+        if not quote and inner.lower() in _STOPWORDS:
+            return None
+        kind = "password"
+    elif _looks_random(inner):
+        kind = _kind_for_key(keyword.replace(" ", "_"))
+    else:
+        return None
+    return start, end, marker(kind), kind
+
+
+def _redact_phrases(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)
+    if not any(word in lowered for word in _PHRASE_WORDS):
+        return text
+    if "pin" in lowered:
+        text = _replace_span(_PIN, text, findings, "value", "value", marker("pin"), "pin",
+                             lowered=True)
+    text = _sub(_PHRASE, text, findings, _phrase)
+    return _sub(_BARE, text, findings, _phrase)
+
+
+# ─── The safety net: upstream's own secret patterns ────────────────────────
+
+# Mnemosyne 3.15.1's SECRET_LABELED_PATTERNS, each vetted here and run as a
+# linear equivalent over the lowered text (the same matches as upstream's
+# case-insensitive regex over the original).  A test compares this with the
+# installed upstream, so an upgrade that changes them fails until reviewed.
+UPSTREAM_PATTERNS_VETTED: tuple[tuple[str, str], ...] = (
+    ("api_key_prefix", r"(?:sk|pk|rk)-[a-zA-Z0-9]{20,}"),
+    ("aws_access_key", r"AKIA[0-9A-Z]{16}"),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36}"),
+    ("slack_token", r"xox[baprs]-[A-Za-z0-9-]+"),
+    ("google_api_key", r"AIza[0-9A-Za-z_\-]{35}"),
+    ("jwt_token", r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"),
+    ("secret_assignment", r"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)"
+                          r"\s*[=:]\s*['\"]?[^\s'\"<>{}]{8,}"),
+    ("private_key_block", r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP )?PRIVATE KEY-----"),
+    ("connection_string_with_credentials", r"(?:postgres|mysql|mongodb|redis)://[^:]+:[^@]+@"),
+    ("env_secret_assignment", r"(?i)^\s*(?:DB_PASS|SECRET_KEY|AUTH_TOKEN|API_SECRET)\s*="),
+)
+_VETTED = dict(UPSTREAM_PATTERNS_VETTED)
+# Lowercase, case-sensitive forms for the lowered text, with the literal each needs.
+_NET_PATTERNS: dict[str, tuple[str, re.Pattern[str]]] = {
+    "api_key_prefix": ("k-", re.compile(r"(?:sk|pk|rk)-[a-z0-9]{20,}")),
+    "aws_access_key": ("akia", re.compile(r"akia[0-9a-z]{16}")),
+    "github_token": ("gh", re.compile(r"gh[pousr]_[a-z0-9]{36}")),
+    "slack_token": ("xox", re.compile(r"xox[baprs]-[a-z0-9-]+")),
+    "google_api_key": ("aiza", re.compile(r"aiza[0-9a-z_\-]{35}")),
+    "secret_assignment": ("", re.compile(
+        r"(?P<head>(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)"
+        r"\s*[=:]\s*['\"]?)[^\s'\"<>{}]{8,}")),
+    "private_key_block": ("-----begin", re.compile(
+        r"-----begin (?:rsa |ec |dsa |openssh |pgp )?private key-----")),
+}
+_ASSIGNMENT_WORDS = ("password", "passwd", "pwd", "secret", "token", "key")
+_NET_KIND = {"api_key_prefix": "api-key", "aws_access_key": "aws-access-key",
+             "github_token": "github-token", "slack_token": "slack-token",
+             "google_api_key": "google-api-key", "jwt_token": "jwt",
+             "secret_assignment": "secret", "private_key_block": "private-key",
+             "connection_string_with_credentials": "password"}
+# For an unvetted upstream pattern (a newer upstream), the longest text it is
+# run on: its cost is unknown.
+UNVETTED_MAX_CHARS = 32_768
+_UPSTREAM_SCHEME = re.compile(r"(?:postgres|mysql|mongodb|redis)://")
+_ENV_RULE = re.compile(r"\A(?P<head>\s*(?:db_pass|secret_key|auth_token|api_secret))\s*=")
+
+_upstream_cache: list[tuple[str, str, re.Pattern[str]]] | None = None
+
+
+def _upstream() -> list[tuple[str, str, re.Pattern[str]]]:
+    """(label, source, compiled) of upstream's secret patterns (vendored if absent)."""
+    global _upstream_cache
+    if _upstream_cache is None:
+        try:
+            from mnemosyne.core.filters import SECRET_LABELED_PATTERNS
+            pairs = [(str(label), str(source)) for label, source in SECRET_LABELED_PATTERNS]
+        except Exception:  # noqa: BLE001 - upstream missing or changed shape
+            pairs = list(UPSTREAM_PATTERNS_VETTED)
+        compiled = []
+        for label, source in pairs:
+            try:
+                compiled.append((label, source, re.compile(source, re.IGNORECASE)))
+            except re.error:
+                continue  # upstream skips patterns that do not compile too
+        _upstream_cache = compiled
+    return _upstream_cache
+
+
+def _url_rule_spans(lowered: str) -> Iterator[tuple[int, int, int]]:
+    """Upstream's `(postgres|mysql|mongodb|redis)://[^:]+:[^@]+@`, in linear time.
+
+    Yields (scheme start, first colon, the `@`) of each match.  For one
+    scheme occurrence the rule's meaning is fixed: the first colon after
+    `://` (at least one character later), then the first `@` after it (at
+    least one character later).  The `@` search reuses the last result, so
+    the whole text is scanned once.
+    """
+    at = -1
+    floor = 0
+    for scheme in _UPSTREAM_SCHEME.finditer(lowered):
+        if scheme.start() < floor:
+            continue
+        after = scheme.end()
+        colon = lowered.find(":", after)
+        if colon <= after:
+            continue
+        if at <= colon + 1:
+            at = lowered.find("@", colon + 2)
+        if at < 0:
+            return
+        if lowered[colon + 1] == "@":
+            continue
+        yield scheme.start(), colon, at
+        floor = at + 1
+
+
+def _net_spans(label: str, text: str, lowered: str) -> list[_Span] | None:
+    """The spans to redact for one vetted upstream label (None: not a span label)."""
+    kind = _NET_KIND.get(label, "secret")
+    if label == "jwt_token":
+        if ".eyj" not in lowered:
+            return []
+        return [_Span(s, e, marker(kind), kind) for s, e in _jwt_spans(lowered)]
+    if label == "connection_string_with_credentials":
+        if "://" not in lowered:
+            return []
+        spans = []
+        for start, colon, at in _url_rule_spans(lowered):
+            if (any(c.isspace() for c in text[start:at]) or "/" in text[colon:at]
+                    or at - colon > 257):
+                continue  # not a credential: see the module docstring
+            spans.append(_Span(lowered.index("://", start) + 3, at, ":" + marker(kind), kind))
+        return spans
+    if label not in _NET_PATTERNS:
+        return None
+    needle, pattern = _NET_PATTERNS[label]
+    if label == "secret_assignment":
+        if not any(word in lowered for word in _ASSIGNMENT_WORDS):
+            return []
+        return [_Span(m.end("head"), m.end(), marker(kind), kind)
+                for m in pattern.finditer(lowered)]
+    if needle not in lowered:
+        return []
+    if label == "private_key_block":
+        spans = []
+        for m in pattern.finditer(lowered):
+            end = _PEM_END.search(lowered, m.end())
+            spans.append(_Span(m.start(), end.end() if end else len(text), marker(kind), kind))
+        return spans
+    return [_Span(m.start(), m.end(), marker(kind), kind) for m in pattern.finditer(lowered)]
+
+
+def upstream_findings(text: str) -> list[str]:
+    """The labels upstream's `detect_secrets` would report for `text`, in linear time."""
+    labels = []
+    lowered = _lower(text)
+    for label, source, compiled in _upstream():
+        if _VETTED.get(label) != source:
+            hit = len(text) <= UNVETTED_MAX_CHARS and compiled.search(text) is not None
+        elif label == "env_secret_assignment":
+            hit = _ENV_RULE.match(lowered) is not None
+        else:
+            hit = bool(_net_spans(label, text, lowered)) or (
+                label == "connection_string_with_credentials"
+                and next(_url_rule_spans(lowered), None) is not None)
+        if hit:
+            labels.append(label)
+    return labels
+
+
+def _net(text: str, findings: list[str]) -> str:
+    """Redact whatever upstream's secret patterns still match (see the module docstring)."""
+    for label, source, compiled in _upstream():
+        if _VETTED.get(label) != source:
+            if len(text) <= UNVETTED_MAX_CHARS:
+                spans = [_Span(m.start(), m.end(), marker("secret"), "secret")
+                         for m in compiled.finditer(text) if m.end() > m.start()]
+                text = _apply(text, spans, findings)
+            continue
+        lowered = _lower(text)
+        if label == "env_secret_assignment":
+            env = _ENV_RULE.match(lowered)
+            if env is not None:  # the rule matches the key alone: rewrite the `=`
+                text = text[:env.end("head")] + ": " + text[env.end():].lstrip(" \t")
+            continue
+        spans = _net_spans(label, text, lowered)
+        if spans:
+            text = _apply(text, spans, findings)
+    return text
+
+
+# ─── Entry points ──────────────────────────────────────────────────────────
+
+def find_and_redact(text: str) -> ScrubResult:
+    """Replace every secret found in `text` by its marker; report the kinds found.
+
+    `text` is first cleaned with `clean_invisible`, so a secret split by a
+    zero-width character is still found.  Idempotent: scrubbing the result
+    again changes nothing.  Linear time.
+    """
+    findings: list[str] = []
+    text = clean_invisible(text)
+    text = _redact_blocks(text, findings)
+    text = _redact_tokens(text, findings)
+    text = _redact_urls(text, findings)
+    text = _redact_auth(text, findings)
+    text = _redact_key_values(text, findings)
+    text = _redact_flags(text, findings)
+    text = _redact_phrases(text, findings)
+    text = _net(text, findings)
+    return ScrubResult(text=text, findings=findings)
 
 
 def scrub(text: str, policy: str = "redact") -> ScrubResult:
-    """Apply `scrub.policy`: `redact` replaces, `warn` only reports, `off` does nothing."""
+    """Apply `scrub.policy`: `redact` replaces, `warn` only reports, `off` does nothing.
+
+    Under `redact` the returned text is also cleaned of invisible characters
+    (`clean_invisible`); under `warn` and `off` it is `text` unchanged, so
+    callers run `clean_invisible` themselves on every write path.
+    """
     if policy == "off":
         return ScrubResult(text=text)
     result = find_and_redact(text)

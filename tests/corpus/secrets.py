@@ -1,0 +1,431 @@
+"""Secret formats in realistic prose, and benign sentences that must survive.
+
+Every value is fake and generated deterministically from a fixed seed
+(`fake`), in the shape (prefix, alphabet, length) of the real format; the
+source holds no literal credential, so secret scanners have nothing to flag.
+
+`SECRETS`: each `Secret` has the sentence a user might type (`text`), the
+distinctive part that must never survive scrubbing (`needle`), and words of
+the surrounding sentence that must (`keep`).  `BENIGN`: developer sentences
+that look a little like secrets (git SHAs, UUIDs, "password reset flow",
+"token bucket", URLs without credentials) and must come through unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+URLSAFE = ALNUM + "_-"
+B64 = ALNUM + "+/"
+HEX = "0123456789abcdef"
+UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def fake(seed: str, length: int, alphabet: str = ALNUM) -> str:
+    """`length` characters of `alphabet`, the same for the same seed, every run."""
+    out: list[str] = []
+    counter = 0
+    while len(out) < length:
+        digest = hashlib.sha256(f"mnemo-fake:{seed}:{counter}".encode()).digest()
+        out.extend(alphabet[b % len(alphabet)] for b in digest)
+        counter += 1
+    return "".join(out[:length])
+
+
+def fake_b64(seed: str, raw_bytes: int) -> str:
+    return base64.b64encode(hashlib.shake_256(seed.encode()).digest(raw_bytes)).decode()
+
+
+def _pem(label: str, seed: str, lines: int = 4) -> str:
+    body = "\n".join(fake(f"{seed}{i}", 64, B64) for i in range(lines))
+    tail = fake(seed + "tail", 24, B64)
+    return f"-----BEGIN {label}-----\n{body}\n{tail}==\n-----END {label}-----"
+
+
+@dataclass(frozen=True)
+class Secret:
+    name: str
+    family: str
+    text: str
+    needle: str  # must never appear in the scrubbed text
+    keep: tuple[str, ...] = ()  # words of the surrounding text that must survive
+
+
+def _s(name: str, family: str, template: str, value: str, needle: str | None = None,
+       keep: tuple[str, ...] = ()) -> Secret:
+    return Secret(name, family, template.format(v=value), needle or value, keep)
+
+
+# ─── Values ────────────────────────────────────────────────────────────────
+
+_OPENAI = "sk-" + fake("openai", 48)
+_OPENAI_PROJ = "sk-proj-" + fake("proj1", 74, URLSAFE) + "T3BlbkFJ" + fake("proj2", 74, URLSAFE)
+_OPENAI_SVC = "sk-svcacct-" + fake("svc", 120, URLSAFE)
+_OPENAI_ADMIN = "sk-admin-" + fake("adm", 90, URLSAFE)
+_ANTHROPIC = "sk-ant-api03-" + fake("ant", 93, URLSAFE) + "AA"
+_ANTHROPIC_ADMIN = "sk-ant-admin01-" + fake("antadm", 93, URLSAFE) + "AA"
+_GHP = "ghp_" + fake("ghp", 36)
+_GHO = "gho_" + fake("gho", 36)
+_GHS = "ghs_" + fake("ghs", 36)
+_GH_PAT = "github_pat_11" + fake("pat1", 20, UPPER_DIGITS) + "_" + fake("pat2", 59)
+_GLPAT = "glpat-" + fake("glpat", 20, URLSAFE)
+_GLRT = "glrt-" + fake("glrt", 20, URLSAFE)
+DIGITS = "0123456789"
+_XOXB = f"xoxb-{fake('xb1', 12, DIGITS)}-{fake('xb2', 13, DIGITS)}-{fake('xb3', 24)}"
+_XOXP = f"xoxp-{fake('xp1', 12, DIGITS)}-{fake('xp2', 12, DIGITS)}-{fake('xp3', 32, HEX)}"
+_SLACK_HOOK = ("https://hooks.slack.com/services/T" + fake("sh1", 8, UPPER_DIGITS) + "/B"
+               + fake("sh2", 8, UPPER_DIGITS) + "/" + fake("sh3", 24))
+_SK_LIVE = "sk_" + "live_" + fake("stripe", 99)
+_RK_LIVE = "rk_" + "live_" + fake("rstripe", 99)
+_WHSEC = "whsec_" + fake("whsec", 32)
+_AKIA = "AKIA" + fake("akia", 16, UPPER_DIGITS)
+_AWS_SECRET = fake("awssecret", 18) + "/" + fake("awssecret2", 10) + "+" + fake("awssecret3", 10)
+_ASIA = "ASIA" + fake("asia", 16, UPPER_DIGITS)
+_AWS_SESSION = "FwoGZXIvYXdzE" + fake("sess", 300, B64)
+_AIZA = "AIza" + fake("aiza", 35, URLSAFE)
+_GOCSPX = "GOCSPX-" + fake("gocspx", 28, URLSAFE)
+_YA29 = "ya29." + fake("ya29", 150, URLSAFE)
+_AZURE_KEY = fake_b64("azure", 64)
+_AZURE_SIG = fake("sig1", 30, B64).replace("+", "%2B").replace("/", "%2F") + "%3D"
+_AZURE_SB = fake_b64("servicebus", 32)
+_SENDGRID = "SG." + fake("sg1", 22, URLSAFE) + "." + fake("sg2", 43, URLSAFE)
+_TWILIO_SK = "SK" + fake("twsk", 32, HEX)
+_TWILIO_TOKEN = fake("twtok", 32, HEX)
+_DO = "dop_v1_" + fake("do", 64, HEX)
+_NPM = "npm_" + fake("npm", 36)
+_PYPI = "pypi-AgEIcHlwaS5vcmc" + fake("pypi", 60, URLSAFE)
+_HF = "hf_" + fake("hf", 34)
+_HEROKU_UUID = "-".join(fake(f"heroku{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
+_HRKU = "HRKU-AA" + fake("hrku", 58, URLSAFE)
+_MAILGUN = "key-" + fake("mailgun", 32, "0123456789abcdefghijklmnopqrstuvwxyz")
+_SENTRY_KEY = fake("sentry", 32, HEX)
+_DISCORD = f"M{fake('disc1', 25)}.{fake('disc2', 6, URLSAFE)}.{fake('disc3', 38, URLSAFE)}"
+_DISCORD_HOOK = ("https://discord.com/api/webhooks/" + fake("dh1", 18, "0123456789") + "/"
+                 + fake("dh2", 68, URLSAFE))
+_TELEGRAM = fake("tg1", 10, "123456789") + ":AA" + fake("tg2", 33, URLSAFE)
+_JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI" + fake("jwt1", 40, URLSAFE) + "."
+        + fake("jwt2", 43, URLSAFE))
+_RSA = _pem("RSA PRIVATE KEY", "rsa")
+_OPENSSH = _pem("OPENSSH PRIVATE KEY", "openssh")
+_PGP = _pem("PGP PRIVATE KEY BLOCK", "pgp")
+_ENCRYPTED = _pem("ENCRYPTED PRIVATE KEY", "enc")
+_EC = _pem("EC PRIVATE KEY", "ec", 2)
+_PKCS8 = _pem("PRIVATE KEY", "pkcs8")
+_PUTTY = ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: deploy\n"
+          "Public-Lines: 2\n" + fake("pp1", 64, B64) + "\n" + fake("pp2", 20, B64) + "\n"
+          "Private-Lines: 1\n" + fake("putty-private", 44, B64) + "\nPrivate-MAC: "
+          + fake("pmac", 64, HEX))
+_PW1 = "Vx9-" + fake("pw1", 12)
+_PW2 = fake("pw2", 14) + "!#"
+_PW3 = fake("pw3", 10) + "$9"
+_PW4 = fake("pw4", 16)
+_PW5 = "q" + fake("pw5", 11) + "7"
+_PW6 = fake("pw6", 9) + "%x"
+_PW7 = fake("pw7", 12)
+_PW8 = fake("pw8", 13) + "@"
+_DJANGO = "django-insecure-" + fake("django", 40,
+                                    "abcdefghijklmnopqrstuvwxyz" + DIGITS + "!@#%^&*(-_=+)")
+_FLASK = fake("flask", 32, HEX)
+_B64_KEY = fake_b64("enckey", 32)
+_HEX_KEY = fake("hexkey", 64, HEX)
+_SIGNING = fake("signing", 48, HEX)
+_BEARER = fake("bearer", 40, URLSAFE + ".")
+_BASIC = base64.b64encode(f"deploy:{fake('basicpw', 14)}".encode()).decode()
+_CURL_PW = fake("curlpw", 14)
+_HVS = "hvs." + fake("vault", 90, URLSAFE)
+_DAPI = "dapi" + fake("databricks", 32, HEX)
+_SHPAT = "shpat_" + fake("shopify", 32, HEX)
+_LINEAR = "lin_api_" + fake("linear", 40)
+_AGE = "AGE-SECRET-KEY-1" + fake("age", 58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L").upper()
+_SNTRYS = "sntrys_" + fake("sntrys", 120, URLSAFE)
+_CF_TOKEN = fake("cloudflare", 40, URLSAFE)
+_MULTI = f"violet {fake('mw1', 6, 'abcdefghijklmnopqrstuvwxyz')} lantern {fake('mw2', 5, DIGITS)}"
+_NETRC_PW = _HEROKU_UUID.replace("-", "")[::-1][:8] + "-" + fake("netrc", 27, HEX)
+
+SECRETS: tuple[Secret, ...] = (
+    # OpenAI
+    _s("openai-legacy", "openai", "Set OPENAI_KEY to {v} before running the eval script.", _OPENAI,
+       keep=("before running the eval script",)),
+    _s("openai-project", "openai", "The new project key {v} works for the batch API.", _OPENAI_PROJ,
+       keep=("works for the batch API",)),
+    _s("openai-svcacct", "openai", "CI uses the service account key {v} now.", _OPENAI_SVC,
+       keep=("CI uses the service account",)),
+    _s("openai-admin", "openai", "Only the admin key {v} can list usage.", _OPENAI_ADMIN,
+       keep=("can list usage",)),
+    # Anthropic
+    _s("anthropic-api03", "anthropic", "export ANTHROPIC_API_KEY={v} then run the agent",
+       _ANTHROPIC, keep=("then run the agent",)),
+    _s("anthropic-admin", "anthropic", "the admin key is {v}, keep it out of git", _ANTHROPIC_ADMIN,
+       keep=("keep it out of git",)),
+    # GitHub
+    _s("github-ghp", "github", "my GitHub token is {v} and it expires in May", _GHP,
+       keep=("expires in May",)),
+    _s("github-gho", "github", "The OAuth app handed back {v} for the user.", _GHO,
+       keep=("for the user",)),
+    _s("github-ghs-in-url", "github",
+       "git remote set-url origin https://x-access-token:{v}@github.com/acme/api.git", _GHS,
+       keep=("github.com/acme/api.git",)),
+    _s("github-fine-grained", "github", "use the fine-grained PAT {v} for the release job", _GH_PAT,
+       keep=("for the release job",)),
+    # GitLab
+    _s("gitlab-pat", "gitlab", "GitLab needs {v} to push the tag.", _GLPAT,
+       keep=("to push the tag",)),
+    _s("gitlab-runner", "gitlab", "register the runner with --token {v} on the build host", _GLRT,
+       keep=("on the build host",)),
+    # Slack
+    _s("slack-bot", "slack", "The bot posts with {v} into #deploys.", _XOXB,
+       keep=("into #deploys",)),
+    _s("slack-user", "slack", "slack user token: {v}", _XOXP, keep=("slack user",)),
+    _s("slack-webhook", "slack", "Alerts go to {v} via curl.", _SLACK_HOOK,
+       needle=_SLACK_HOOK[-24:], keep=("via curl",)),
+    # Stripe
+    _s("stripe-live", "stripe", "charge with {v} only in production", _SK_LIVE,
+       keep=("only in production",)),
+    _s("stripe-restricted", "stripe", "the restricted key {v} can only read charges", _RK_LIVE,
+       keep=("can only read charges",)),
+    _s("stripe-webhook", "stripe", "verify webhooks with the signing secret {v} in the handler",
+       _WHSEC, keep=("in the handler",)),
+    # AWS
+    _s("aws-access-key", "aws", "The IAM user has access key {v} attached.", _AKIA,
+       keep=("attached",)),
+    _s("aws-secret-prose", "aws", "and the AWS secret is {v} for that user", _AWS_SECRET,
+       keep=("for that user",)),
+    _s("aws-secret-bare", "aws", "I pasted {v} into the console by mistake.", _AWS_SECRET,
+       keep=("into the console by mistake",)),
+    _s("aws-credentials-file", "aws",
+       "[default]\naws_access_key_id = {v}\naws_secret_access_key = " + _AWS_SECRET
+       + "\nregion = eu-west-1",
+       _ASIA, keep=("region = eu-west-1", "[default]")),
+    _s("aws-secret-credentials-line", "aws", "[prod]\naws_secret_access_key = {v}\noutput = json",
+       _AWS_SECRET, keep=("output = json",)),
+    _s("aws-session-token", "aws", "aws_session_token={v} expires hourly", _AWS_SESSION,
+       needle=_AWS_SESSION[13:60]),
+    # Google
+    _s("google-api-key", "google", "Maps loads with key={v} on the landing page.", _AIZA,
+       keep=("on the landing page",)),
+    _s("google-api-key-prose", "google", "Our Firebase config has apiKey {v} in it.", _AIZA,
+       keep=("in it",)),
+    _s("google-oauth-secret", "google", "The OAuth client secret is {v} (web client).", _GOCSPX,
+       keep=("(web client)",)),
+    _s("google-oauth-token", "google", "curl it with access token {v} to test", _YA29,
+       keep=("to test",)),
+    _s("gcp-service-account", "google",
+       '{{"type": "service_account", "private_key": "{v}", "client_email": "ci@acme.iam"}}',
+       _PKCS8.replace("\n", "\\n"), needle=fake("pkcs80", 64, B64), keep=("client_email",)),
+    # Azure
+    _s("azure-storage", "azure",
+       "DefaultEndpointsProtocol=https;AccountName=acmelogs;AccountKey={v};EndpointSuffix=core.windows.net",
+       _AZURE_KEY, keep=("AccountName=acmelogs", "EndpointSuffix=core.windows.net")),
+    _s("azure-sas", "azure",
+       "download it from https://acme.blob.core.windows.net/c/a.zip"
+       "?sv=2022-11-02&sr=b&sp=r&sig={v} today",
+       _AZURE_SIG, keep=("today", "sv=2022-11-02")),
+    _s("azure-service-bus", "azure",
+       "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey={v}",
+       _AZURE_SB, keep=("SharedAccessKeyName=send",)),
+    _s("azure-sql", "azure",
+       "Server=tcp:acme.database.windows.net,1433;User ID=app;Password={v};Encrypt=True;", _PW1,
+       keep=("Encrypt=True",)),
+    # SendGrid, Twilio, DigitalOcean, Mailgun
+    _s("sendgrid", "sendgrid", "SendGrid key {v} sends the password reset mails.", _SENDGRID,
+       keep=("sends the password reset mails",)),
+    _s("twilio-api-key", "twilio", "Twilio API key {v} is for the SMS worker.", _TWILIO_SK,
+       keep=("for the SMS worker",)),
+    _s("twilio-auth-token", "twilio", "TWILIO_AUTH_TOKEN={v}", _TWILIO_TOKEN),
+    _s("digitalocean", "digitalocean", "doctl auth init -t {v} on the droplet", _DO,
+       keep=("on the droplet",)),
+    _s("mailgun", "mailgun", "mailgun api key {v} for the eu region", _MAILGUN,
+       keep=("for the eu region",)),
+    # Package registries, ML hubs, PaaS
+    _s("npm-token", "npm", "publish with NPM_TOKEN set to {v} in CI", _NPM, keep=("in CI",)),
+    _s("npmrc", "npm", "//registry.npmjs.org/:_authToken={v}", _NPM),
+    _s("pypi-token", "pypi", "twine upload -u __token__ -p {v} dist/*", _PYPI, needle=_PYPI[20:70],
+       keep=("dist/*",)),
+    _s("huggingface", "huggingface", "download the weights with {v} from the hub", _HF,
+       keep=("from the hub",)),
+    _s("heroku-uuid", "heroku", "HEROKU_API_KEY={v}", _HEROKU_UUID),
+    _s("heroku-hrku", "heroku", "heroku login with {v} worked", _HRKU, keep=("worked",)),
+    _s("netrc", "heroku", "machine api.heroku.com\n  login ops@acme.dev\n  password {v}", _NETRC_PW,
+       keep=("machine api.heroku.com",)),
+    # Sentry, Discord, Telegram
+    _s("sentry-dsn", "sentry", "SENTRY_DSN=https://{v}@o450123.ingest.sentry.io/5501234",
+       _SENTRY_KEY, keep=("ingest.sentry.io",)),
+    _s("sentry-token", "sentry", "sentry-cli uses {v} to upload sourcemaps", _SNTRYS,
+       keep=("to upload sourcemaps",)),
+    _s("discord-bot", "discord", "the Discord bot token {v} belongs to the mod bot", _DISCORD,
+       keep=("belongs to the mod bot",)),
+    _s("discord-webhook", "discord", "post build results to {v} please", _DISCORD_HOOK,
+       needle=_DISCORD_HOOK[-68:], keep=("please",)),
+    _s("telegram", "telegram", "the Telegram bot answers with {v} as token", _TELEGRAM,
+       keep=("as token",)),
+    # JWT, private keys
+    _s("jwt", "jwt", "the session cookie holds {v} right now", _JWT, needle=_JWT[-43:],
+       keep=("right now",)),
+    _s("rsa-pem", "private-key", "here is the deploy key:\n{v}\nthanks!", _RSA,
+       needle=fake("rsa1", 64, B64), keep=("thanks!", "here is the deploy key")),
+    _s("openssh", "private-key", "my ~/.ssh/id_ed25519 is\n{v}\nwhy does ssh refuse it?", _OPENSSH,
+       needle=fake("openssh2", 64, B64), keep=("why does ssh refuse it?",)),
+    _s("pgp", "private-key", "backup of the signing key: {v} (do not lose)", _PGP,
+       needle=fake("pgp0", 64, B64), keep=("(do not lose)",)),
+    _s("encrypted-pem", "private-key", "the encrypted key\n{v}\nneeds the passphrase", _ENCRYPTED,
+       needle=fake("enc3", 64, B64), keep=("needs the passphrase",)),
+    _s("ec-pem", "private-key", "EC key for the TLS test:\n{v}", _EC, needle=fake("ec1", 64, B64)),
+    _s("pem-unterminated", "private-key", "it starts like\n{v}", _PKCS8.split("\n-----END")[0],
+       needle=fake("pkcs82", 64, B64)),
+    _s("putty", "private-key", "the .ppk file says\n{v}\nand PuTTY loads it", _PUTTY,
+       needle=fake("putty-private", 44, B64)),
+    _s("age", "private-key", "age identity {v} decrypts the backups", _AGE,
+       keep=("decrypts the backups",)),
+    # URL credentials
+    _s("postgres-url", "url", "DATABASE_URL=postgres://app:{v}@db.internal:5432/app then restart",
+       _PW2, keep=("db.internal:5432/app then restart",)),
+    _s("postgres-url-mention", "url",
+       "connect to postgres://app:{v}@db.internal:5432/app and ping @oncall", _PW2,
+       keep=("db.internal:5432/app", "ping @oncall")),
+    _s("mysql-url", "url", "the legacy app reads mysql://root:{v}@10.0.0.5:3306/shop", _PW3,
+       keep=("10.0.0.5:3306/shop",)),
+    _s("mongodb-srv", "url", "MONGO_URI=mongodb+srv://svc:{v}@cluster0.ab1cd.mongodb.net/prod",
+       _PW4, keep=("cluster0.ab1cd.mongodb.net/prod",)),
+    _s("redis-password-only", "url", "cache is at redis://:{v}@cache.internal:6379/0 for sessions",
+       _PW5, keep=("cache.internal:6379/0 for sessions",)),
+    _s("amqp", "url", "celery broker amqp://worker:{v}@mq.internal:5672//", _PW6,
+       keep=("mq.internal:5672",)),
+    _s("https-basic", "url", "pip install --index-url https://ci:{v}@pypi.acme.dev/simple pkg",
+       _PW7, keep=("pypi.acme.dev/simple pkg",)),
+    _s("jdbc-query", "url",
+       "jdbc:postgresql://db:5432/app?user=app&password={v}&ssl=true", _PW3, keep=("ssl=true",)),
+    # Authorization headers
+    _s("bearer", "auth", "curl -H 'Authorization: Bearer {v}' https://api.acme.dev/me", _BEARER,
+       keep=("https://api.acme.dev/me",)),
+    _s("bearer-prose", "auth", "I call it with Bearer {v} and get 401", _BEARER,
+       keep=("and get 401",)),
+    _s("basic-header", "auth", "the proxy wants Authorization: Basic {v} on every call", _BASIC,
+       keep=("on every call",)),
+    _s("curl-user", "auth", "curl -u deploy:{v} https://ci.acme.dev/job/build", _CURL_PW,
+       keep=("https://ci.acme.dev/job/build",)),
+    # Framework settings, .env
+    _s("django-secret", "settings", "settings.py has SECRET_KEY = '{v}' and DEBUG = True", _DJANGO,
+       keep=("DEBUG = True",)),
+    _s("django-secret-line-start", "settings", "SECRET_KEY = '{v}'", _DJANGO),
+    _s("flask-secret", "settings", "app.config['SECRET_KEY'] = '{v}'  # flask sessions", _FLASK,
+       keep=("flask sessions",)),
+    _s("env-file", "env", "my .env:\nDB_HOST=db\nDB_PASSWORD={v}\nDB_PORT=5432", _PW8,
+       keep=("DB_PORT=5432", "DB_HOST=db")),
+    _s("env-db-pass", "env", "DB_PASS={v}", _PW5),
+    _s("env-export", "env", "export STRIPE_SECRET_KEY=\"{v}\" && npm start", _SK_LIVE,
+       keep=("npm start",)),
+    _s("cloudflare-env", "env", "CLOUDFLARE_API_TOKEN={v} wrangler deploy", _CF_TOKEN,
+       keep=("wrangler deploy",)),
+    _s("pgpassword", "env", "PGPASSWORD={v} psql -h db -U app", _PW7, keep=("psql -h db -U app",)),
+    # YAML, JSON, TOML fields (multi-word values go whole)
+    _s("yaml-multiword", "config", "database:\n  user: app\n  password: {v}\n  host: db",
+       _MULTI, needle=_MULTI.split(" ", 1)[1], keep=("host: db", "user: app")),
+    _s("yaml-quoted", "config", "smtp:\n  password: \"{v}\"\n  port: 587", _MULTI,
+       needle=_MULTI.split(" ", 1)[1], keep=("port: 587",)),
+    _s("yaml-list-item", "config", "- name: prod\n- password: {v}  # rotated monthly", _MULTI,
+       needle=_MULTI.split(" ", 1)[1], keep=("# rotated monthly",)),
+    _s("json-password", "config", '{{"user": "app", "password": "{v}", "port": 5432}}', _MULTI,
+       needle=_MULTI.split(" ", 1)[1], keep=('"port": 5432',)),
+    _s("toml-password", "config", "[db]\npassword = \"{v}\"\npool = 5", _MULTI,
+       needle=_MULTI.split(" ", 1)[1], keep=("pool = 5",)),
+    _s("ini-password", "config", "[smtp]\npass = {v}\nhost = mail.acme.dev", _PW1,
+       keep=("host = mail.acme.dev",)),
+    _s("properties", "config", "spring.datasource.password={v}", _PW2),
+    # Phrases
+    _s("my-password-is", "phrase", "my password is {v} if you need to log in", _PW3,
+       keep=("if you need to log in",)),
+    _s("the-password-is", "phrase", "The password is {v}.", _PW7, keep=("The password is",)),
+    _s("password-for-is-quoted", "phrase",
+       "the password for the staging db is '{v}' until Friday", _MULTI,
+       needle=_MULTI.split(" ", 1)[1], keep=("until Friday",)),
+    _s("passphrase-is", "phrase", "the passphrase was {v} for the old laptop", _PW6,
+       keep=("for the old laptop",)),
+    _s("pin-is", "phrase", "my PIN is 482913 for the door", "482913", keep=("for the door",)),
+    _s("cli-password", "phrase", "run mysqladmin --password {v} status", _PW4, keep=("status",)),
+    _s("mysql-p", "phrase", "mysql -u root -p{v} shop < dump.sql", _PW8, keep=("shop < dump.sql",)),
+    # Labelled base64/hex keys
+    _s("base64-key", "labelled", "the encryption key is {v} for the backups", _B64_KEY,
+       keep=("for the backups",)),
+    _s("hex-secret", "labelled", "HMAC secret: {v}", _HEX_KEY),
+    _s("hex-signing-key-bare", "labelled", "sign requests with signing key {v} only", _SIGNING,
+       keep=("only",)),
+    _s("k8s-secret-data", "labelled", "data:\n  api-key: {v}\n  region: ZXUtd2VzdC0x", _B64_KEY,
+       keep=("region: ZXUtd2VzdC0x",)),
+    # More vendors
+    _s("vault", "vendor", "VAULT_TOKEN is {v} on the bastion", _HVS, keep=("on the bastion",)),
+    _s("databricks", "vendor", "the Databricks PAT {v} expires in 90 days", _DAPI,
+       keep=("expires in 90 days",)),
+    _s("shopify", "vendor", "the Shopify admin token {v} is for the sync job", _SHPAT,
+       keep=("for the sync job",)),
+    _s("linear", "vendor", "Linear API key {v} for the triage bot", _LINEAR,
+       keep=("for the triage bot",)),
+)
+
+# ─── Benign sentences: scrubbing must leave them exactly as they are ──────
+
+BENIGN: tuple[str, ...] = (
+    "Merged 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 into main after the review.",
+    "Short SHA 3f9a2c1 fixed the flaky test on CI.",
+    "Request id 123e4567-e89b-12d3-a456-426614174000 failed with a 502.",
+    "We need a password reset flow with email confirmation.",
+    "The token bucket refills 10 tokens per second.",
+    "People write sk-learn but the package is scikit-learn.",
+    "max_tokens: 4096 is the model limit for this endpoint.",
+    "Set the tokenizer: bert-base-uncased in the config.",
+    "https://docs.python.org/3/library/re.html explains look-behind assertions.",
+    "Clone git@github.com:acme/api.git and run make.",
+    "ssh://git@github.com/acme/api.git is the mirror.",
+    "postgres://localhost/app is the dev database.",
+    "Base64 of hello world is aGVsbG8gd29ybGQ= in the fixture.",
+    "The primary key: id, and the sort key: created_at.",
+    "password_min_length: 12 is set in the policy file.",
+    "The function returns a bearer token to the caller.",
+    "Basic configuration lives in settings.py.",
+    "Authorization is handled by the API gateway.",
+    "The key is to keep functions small.",
+    "The secret is out: we ship on Friday.",
+    "My password is stored in the team's password manager.",
+    "The password is hashed with argon2id before it is stored.",
+    "Rotate the API key every 90 days.",
+    "Run pytest -k token to filter the tests.",
+    "AKIA is the prefix of AWS access key ids.",
+    "Read it from the environment: password=${DB_PASSWORD}.",
+    "Set api_key=<your key> in the config file.",
+    "The PIN pad is on the left of the door.",
+    "Port 5432 on localhost:5432 is Postgres.",
+    "Error: permission denied (publickey).",
+    "id_rsa.pub is the public key; never share id_rsa itself.",
+    "Certificates start with -----BEGIN CERTIFICATE----- and are public.",
+    "docker run -p 8080:80 -u 1000:1000 nginx",
+    "The token count was 1234 for that request.",
+    "Use the keyring library to store secrets.",
+    "GET https://api.example.com/v1/users?page=2&sort=asc returns JSON.",
+    "Email jane.doe@example.com about the release notes.",
+    "Version 1.2.3-beta.4 was tagged yesterday.",
+    "The regex [A-Za-z0-9]{40} matches the hashes.",
+    "We store session ids, not passwords, in Redis.",
+    "sha256 of an empty file is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
+    "The base64 'SGVsbG8sIFdvcmxkIQ==' decodes to Hello, World!",
+    "A JWT has three parts: header.payload.signature.",
+    "python -m http.server --bind 127.0.0.1 8000",
+    "Refresh tokens last 30 days; access tokens last an hour.",
+    "The keyboard shortcut is Ctrl+K.",
+    "Secret Santa is on Friday.",
+    "Use the OAuth2 client credentials flow for the cron job.",
+    "The Authorization header must start with Bearer followed by a space.",
+    "curl -u admin https://ci.acme.dev asks for the password.",
+    "Passwordless login uses WebAuthn.",
+    "The API accepts an x-api-key header.",
+    "SELECT password_hash FROM users WHERE id = 1;",
+    "git log --oneline | head -n 20",
+    "The PNG starts with iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhf"
+    "DwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "Run `mnemo remember 'we deploy with make release'` after the merge.",
+    "The mnemonic for the hardware wallet is kept offline.",
+    "Tasks like task-runner-cleanup-nightly run at 02:00.",
+    "We deploy with `make release`, never by hand.",
+    "The auth: service is down; try again later.",
+)
