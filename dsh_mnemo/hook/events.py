@@ -37,7 +37,12 @@ class HookEvent:
 
 
 def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+    """A string field (lone surrogates repaired: a path or id may carry them too)."""
+    if not isinstance(value, str):
+        return None
+    from ..memory.scrub import fix_surrogates
+
+    return fix_surrogates(value)
 
 
 def _first_text(payload: dict[str, object], fields: tuple[str, ...]) -> str | None:
@@ -52,7 +57,7 @@ def _session(payload: dict[str, object], harness: str) -> str | None:
     for key in ("session_id", "conversation_id", "sessionId", "conversationId"):
         value = payload.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-            return str(value)
+            return _text(str(value))
     for name in HARNESSES[harness].session_env:
         if os.environ.get(name):
             return os.environ[name]
@@ -65,8 +70,8 @@ def resolve_cwd(payload: dict[str, object], harness: str) -> tuple[str | None, s
     A non-empty event `cwd` is used as given even if it does not exist: guessing
     another directory could inject a different project's memory.
     """
-    cwd = payload.get("cwd")
-    if isinstance(cwd, str) and cwd.strip():
+    cwd = _text(payload.get("cwd"))
+    if cwd and cwd.strip():
         return cwd, "event"
     roots = payload.get("workspace_roots")
     if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0].strip():
@@ -141,11 +146,13 @@ def last_reply_from_transcript(path: str) -> str | None:
     lag the turn.  Reads at most the last MiB.
     """
     try:
+        if not os.path.isfile(path):
+            return None  # a device or FIFO (`/dev/zero`) would never end
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-            tail = handle.read().decode("utf-8", "replace")
+            tail = handle.read(TRANSCRIPT_TAIL_BYTES).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
     for line in reversed(tail.splitlines()):

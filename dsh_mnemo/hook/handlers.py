@@ -60,11 +60,10 @@ def clean_text(run: HookRun, text: str | None) -> str:
     """Injected context stripped and secrets scrubbed: safe to spool or store."""
     if not text:
         return ""
-    from ..memory.scrub import scrub
-    from ..memory.text import without_surrogates
+    from ..memory.scrub import clean_invisible, scrub
     from .strip import strip_injected
 
-    stripped = strip_injected(without_surrogates(text))
+    stripped = clean_invisible(strip_injected(text))
     if not stripped:
         return ""
     policy = run.settings["scrub.policy"]

@@ -25,9 +25,8 @@ from ..errors import RefusedError, UnboundError
 from ..workspace.context import MemoryContext
 from . import banks, driver
 from .consolidate import consolidate
-from .scrub import scrub
+from .scrub import clean_invisible, scrub
 from .targets import GLOBAL_TARGET, Target, read_target, write_target
-from .text import without_surrogates
 
 
 @dataclass
@@ -133,7 +132,9 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
         raise RefusedError("the text contains NUL bytes; nothing was written")
     if not 0.0 <= importance <= 1.0:
         raise RefusedError(f"importance must be between 0 and 1, not {importance}")
-    scrubbed = scrub(without_surrogates(text), scrub_policy)
+    # Invisible characters can hide instructions from a reader whatever the
+    # secret policy; lone surrogates cannot be stored at all.
+    scrubbed = scrub(clean_invisible(text), scrub_policy)
     consolidated = protect_before_write(target, base)
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)

@@ -238,7 +238,8 @@ def test_strip_removes_own_block_hint_and_harness_reminders() -> None:
             "<user-prompt-submit-hook>injected</user-prompt-submit-hook> tail")
     assert strip_injected(text).split() == ["real", "question", "here", "tail"]
     assert "old memory" not in strip_injected(text)
-    assert strip_injected("<memory-data source='mnemo'>truncated echo") == ""
+    # an unclosed tag removes only itself (and mnemo's own lines after its own tag)
+    assert strip_injected("<memory-data source='mnemo'>truncated echo") == "truncated echo"
     assert strip_injected("a\x00b\x07c") == "abc"
     assert strip_injected("keep <b>html</b> and a < b") == "keep <b>html</b> and a < b"
 

@@ -132,7 +132,7 @@ def test_cleaning_is_capture_cleaning(make_repo, home: Path, data_dir: Path) -> 
     place("codex", home, alpha.path, prompt="A" * 100, reply="short")
     run("--write")
     contents = [r[0] for r in rows(alpha, data_dir)]
-    assert "[USER] Use the key [REDACTED:anthropic-key]  for CI" in contents
+    assert "[USER] Use the key <redacted-anthropic-key>  for CI" in contents
     assert "[ASSISTANT] Done: the CI job now reads it" in contents  # 30 code points
     assert "[USER] " + "A" * 60 in contents and "[ASSISTANT] short" in contents
     raw = alpha.db(data_dir).read_bytes().decode("latin-1")

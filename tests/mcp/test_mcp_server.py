@@ -189,7 +189,7 @@ def test_secrets_are_scrubbed_before_they_reach_disk(two_repos: tuple[Repo, Repo
     result = run_client(body, cwd=tmp_path, roots=[alpha.path])
     assert not result.is_error and "redacted" in result.text
     stored = contents(alpha, data_dir)
-    assert stored == ["The CI token is [REDACTED:github-token]"]
+    assert stored == ["The CI token is <redacted-github-token>"]
     assert secret not in alpha.db(data_dir).read_bytes().decode("latin-1")
 
 
