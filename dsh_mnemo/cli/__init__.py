@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import backups, config, doctor, hooks, importing, mcp, memory, migrate, workspace
+from . import (
+    backups,
+    config,
+    doctor,
+    hooks,
+    importing,
+    mcp,
+    memory,
+    migrate,
+    standing,
+    workspace,
+)
 
 app = typer.Typer(
     name="mnemo",
@@ -48,6 +59,7 @@ def main(
 
 workspace.register(app)
 memory.register(app)
+standing.register(app)
 hooks.register(app)
 migrate.register(app)
 backups.register(app)

@@ -51,23 +51,29 @@ def remember(
     text: Annotated[str, typer.Argument(help="The memory; `-` reads it from stdin.")],
     scope: Annotated[Scope, typer.Option(
         "--scope", help="Which memory receives it.")] = Scope.workspace,
-    importance: Annotated[float, typer.Option(
-        "--importance", min=0.0, max=1.0, help="0 to 1; higher surfaces first.")] = 0.5,
+    importance: Annotated[float | None, typer.Option(
+        "--importance", min=0.0, max=1.0,
+        help="0 to 1; higher surfaces first (default 0.5, 0.9 for --standing).",
+        show_default=False)] = None,
     source: Annotated[str, typer.Option(
         "--source", help="Where the memory came from (e.g. user, fact, preference).")] = "user",
+    standing: Annotated[bool, typer.Option(
+        "--standing", help="A standing rule, convention, preference or identity: given to the "
+        "model once every session, whatever the prompt (workspace or global scope).")] = False,
     session: SessionOpt = None,
     json: JsonOpt = False,
 ):
     """Store one memory in this workspace (or session, or global) memory."""
     return core.remember(settings(), _read_text(text), scope=scope.value, session_id=session,
-                         source=source, importance=importance)
+                         source=source, importance=importance, standing=standing)
 
 
 @view("remember")
 def _remembered(result: Any) -> None:
     where = {"global": "global memory", "session": "this session",
              "workspace": "this workspace"}[result.level]
-    out.print(f"Remembered in {where}: [bold]{result.id}[/]")
+    what = "Standing memory" if result.standing else "Remembered"
+    out.print(f"{what} in {where}: [bold]{result.id}[/]")
 
 
 @reports

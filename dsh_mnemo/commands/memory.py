@@ -24,13 +24,28 @@ def _context(settings: Settings, cwd: Path | None, session_id: str | None,
 
 
 def remember(settings: Settings, text: str, *, scope: str = "workspace",
-             session_id: str | None = None, source: str = "user", importance: float = 0.5,
+             session_id: str | None = None, source: str = "user",
+             importance: float | None = None, standing: bool = False,
              cwd: Path | None = None) -> Report:
     mode = "session" if scope == "session" else "workspace"
     ctx = _context(settings, cwd, session_id, mode)
     policy = settings["scrub.policy"]
-    result = store.remember(ctx, text, level=scope, source=source, importance=importance,
-                            scrub_policy=policy, embed=semantic.embedder(settings))
+    embed = semantic.embedder(settings)
+    if standing:
+        from ..memory import standing as standing_memory
+
+        target = standing_memory.standing_target(ctx, scope)
+        result = store.remember_at(
+            target, text, source=standing_memory.SOURCE,
+            importance=standing_memory.DEFAULT_IMPORTANCE if importance is None else importance,
+            scrub_policy=policy, embed=embed)
+        if result.id is not None:
+            standing_memory.mark_standing(target, result.id)
+            result.standing = True
+    else:
+        result = store.remember(ctx, text, level=scope, source=source,
+                                importance=0.5 if importance is None else importance,
+                                scrub_policy=policy, embed=embed)
     if result.filtered:
         raise FilteredError(
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "

@@ -15,7 +15,9 @@ import json
 from dataclasses import dataclass, field
 
 # mnemo's own event names, as `mnemo hook EVENT` takes them.
-EVENTS = ("prompt", "turn-end", "session-end")
+EVENTS = ("session-start", "prompt", "turn-end", "session-end")
+# Events whose answer can add text to the model's context.
+CONTEXT_EVENTS = ("session-start", "prompt")
 
 # Where a harness's reply to the model may be found on a turn-end event, most
 # specific first (each harness uses one; the others are harmless fallbacks).
@@ -97,8 +99,9 @@ class Harness:
         return self.user_config
 
 
-_CLAUDE_EVENTS = {"prompt": "UserPromptSubmit", "turn-end": "Stop", "session-end": "SessionEnd"}
-_ALL = ("prompt", "turn-end", "session-end")
+_CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit",
+                  "turn-end": "Stop", "session-end": "SessionEnd"}
+_ALL = ("session-start", "prompt", "turn-end", "session-end")
 
 HARNESS_LIST: tuple[Harness, ...] = (
     Harness(
@@ -118,8 +121,8 @@ HARNESS_LIST: tuple[Harness, ...] = (
             "entries in /hooks, or run `mnemo hooks install --harness codex --trust` to "
             "record that trust for mnemo's own entries in Codex's config.toml.",)),
     Harness(
-        "gemini", {"prompt": "BeforeAgent", "turn-end": "AfterAgent",
-                   "session-end": "SessionEnd"}, _ALL,
+        "gemini", {"session-start": "SessionStart", "prompt": "BeforeAgent",
+                   "turn-end": "AfterAgent", "session-end": "SessionEnd"}, _ALL,
         ".gemini", "settings.json", "nested", "ms", "hook-json",
         turn_user_fields=("prompt",),  # AfterAgent repeats the prompt
         project_env=("GEMINI_PROJECT_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR"),
@@ -132,8 +135,11 @@ HARNESS_LIST: tuple[Harness, ...] = (
             "folder in Gemini's trust dialog (or in trustedFolders.json). User-level hooks "
             "need nothing else; project-level ones are announced once, then trusted.",)),
     Harness(
-        "cursor", {"prompt": "beforeSubmitPrompt", "turn-end": "stop",
-                   "session-end": "sessionEnd"}, _ALL,
+        # Cursor's sessionStart can answer `additional_context` (unconfirmed): mnemo
+        # does not install it, and Cursor's prompt hook cannot inject either.
+        "cursor", {"session-start": "sessionStart", "prompt": "beforeSubmitPrompt",
+                   "turn-end": "stop", "session-end": "sessionEnd"},
+        ("prompt", "turn-end", "session-end"),
         ".cursor", "hooks.json", "flat", None, "none",
         project_env=("CURSOR_PROJECT_DIR",),
         next_steps=("Restart Cursor so it reloads hooks.json.",
@@ -146,7 +152,8 @@ HARNESS_LIST: tuple[Harness, ...] = (
         context_shape="qwen",
         next_steps=("Restart Qwen Code so it loads the new hooks; check with /hooks.",)),
     Harness(
-        "generic", {"prompt": "prompt", "turn-end": "turn-end", "session-end": "session-end"},
+        "generic", {"session-start": "session-start", "prompt": "prompt",
+                    "turn-end": "turn-end", "session-end": "session-end"},
         _ALL, None, None, "none", None, "text",
         prompt_fields=("prompt", "user"), context_shape="stdout",
         next_steps=("Call the commands above from your harness: JSON event on stdin "
@@ -166,13 +173,13 @@ def get(name: str) -> Harness | None:
 def format_output(harness: str, kind: str, context: str | None) -> str:
     """The exact stdout for `harness`; `context` is the text for the model, if any."""
     spec = HARNESSES[harness]
-    if kind == "prompt" and context:
+    if kind in CONTEXT_EVENTS and context:
         context = escape_context(harness, context)
         if spec.output == "text":
             return context if context.endswith("\n") else context + "\n"
         if spec.output == "hook-json":
             document = {"hookSpecificOutput": {
-                "hookEventName": spec.event_names["prompt"], "additionalContext": context}}
+                "hookEventName": spec.event_names[kind], "additionalContext": context}}
             return json.dumps(document, ensure_ascii=False) + "\n"
         return ""
     return neutral_output(harness, kind)

@@ -22,7 +22,7 @@ class BadEvent(ValueError):
 @dataclass
 class HookEvent:
     harness: str
-    kind: str  # "prompt" | "turn-end" | "session-end"
+    kind: str  # "session-start" | "prompt" | "turn-end" | "session-end"
     cwd: str | None  # the directory the context is resolved from
     cwd_source: str  # "event" | "workspace_roots" | "env:NAME" | "process"
     session_id: str | None
@@ -34,6 +34,9 @@ class HookEvent:
     # `submitted_prompt`): neither capture nor inject.
     continuation: bool = False
     transcript_path: str | None = None
+    # Why a session starts: "startup", "resume", "clear", "compact" (Claude Code
+    # fires SessionStart again after compacting the context away).
+    start_source: str | None = None
 
 
 def _text(value: object) -> str | None:
@@ -115,6 +118,8 @@ def parse_event(payload: dict[str, object], harness: str, kind: str) -> HookEven
                       event_name=_text(payload.get("hook_event_name")),
                       transcript_path=_text(payload.get("transcript_path")))
     spec = HARNESSES[harness]
+    if kind == "session-start":
+        event.start_source = _text(payload.get("source"))
     if spec.submitted_field and spec.submitted_field in payload:
         # The prompt event also fires on tool-result continuations; only this
         # field is what the user typed.

@@ -122,10 +122,22 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             run.log(f"spool: {log.describe(exc)}")
     context_text = None
     if HARNESSES[run.harness].can_inject and not event.continuation:
+        parts: list[str] = []
         try:
-            context_text = build_context(run, cwd, event.session_id, text, spool)
+            # Harnesses without a session-start hook (or installs without it) get
+            # the standing memories with the session's first prompt instead.
+            block = standing_block(run, cwd, event.session_id, spool, prompt=text)
+            if block:
+                parts.append(block)
+        except Exception as exc:  # noqa: BLE001 - the recalled block still goes in
+            run.log(f"standing: {log.describe(exc)}")
+        try:
+            recalled = build_context(run, cwd, event.session_id, text, spool)
+            if recalled:
+                parts.append(recalled)
         except Exception as exc:  # noqa: BLE001 - no injection, but still store turns
             run.log(f"recall: {log.describe(exc)}")
+        context_text = "\n\n".join(parts) or None
     run.emit(format_output(run.harness, "prompt", context_text))
     if context_text:
         from ..harnesses.injections import record_injection
@@ -186,6 +198,41 @@ def _storage() -> Any:
     return storage
 
 
+def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool, *,
+                   prompt: str | None = None, force: bool = False) -> str | None:
+    """The session's standing memories as their own fenced block, once per session."""
+    if not run.settings["standing.enabled"] or not spool.mark_standing(force=force):
+        return None
+    from ..memory import standing
+    from ..workspace.context import resolve_memory_context
+    from .inject import Line, render_block
+
+    ctx = resolve_memory_context(cwd, session_id, run.settings)
+    items = standing.list_standing(ctx, run.base)
+    if not items:
+        return None
+    ordered = standing.order_for(items, prompt=prompt or None,
+                                 embed=embedder(run) if prompt else None, base=run.base)
+    name = ctx.display_name or "workspace"
+    return render_block([Line(content=s.content, level=s.level, timestamp=None)
+                         for s in ordered], name, int(run.settings["standing.budget_chars"]),
+                        kind="standing")
+
+
+def on_session_start(run: HookRun, event: HookEvent) -> None:
+    """Give the model the standing memories (again after a compaction)."""
+    cwd = usable_cwd(run, event)
+    block = None
+    if cwd is not None and HARNESSES[run.harness].can_inject:
+        spool = Spool(run.base, run.harness, event.session_id, cwd)
+        try:
+            block = standing_block(run, cwd, event.session_id, spool,
+                                   force=event.start_source in ("compact", "clear"))
+        except Exception as exc:  # noqa: BLE001 - fail open
+            run.log(f"standing: {log.describe(exc)}")
+    run.emit(format_output(run.harness, "session-start", block))
+
+
 def embedder(run: HookRun) -> Any:
     """The embedding model, or None (lexical recall); a load failure is logged once."""
     from ..memory import semantic
@@ -222,6 +269,11 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
     memories = storage.recall(ctx, query[:MAX_QUERY_CHARS], top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
                               temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed)
+    from ..memory.standing import SOURCE as STANDING
+
+    # Standing memories reach the model once a session, in their own block: the
+    # prompt-time block carries only recalled ones and never spends a slot on them.
+    memories = [m for m in memories if m.source != STANDING]
     chosen = (gate.select_semantic(memories, top_k, query) if embed is not None
               else gate.select(memories, top_k))
     if not chosen:
@@ -294,7 +346,23 @@ def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None
             run.log(f"{role} text rejected by Mnemosyne's write filter", level="info")
         else:
             wrote = True
+            if role == "user" and run.settings["capture.standing"] == "suggest":
+                suggest_standing(run, ctx, content)
     return target if wrote else None
+
+
+def suggest_standing(run: HookRun, ctx: MemoryContext, content: str) -> None:
+    """File a captured standing statement as a candidate (`mnemo candidates`)."""
+    from ..memory import standing
+    from ..memory.targets import Target
+
+    if ctx.workspace is None or not standing.looks_standing(content):
+        return
+    target = Target(bank=ctx.workspace.bank, namespace=ctx.workspace.namespace,
+                    level="workspace")
+    if standing.suggest(target, content, run.base):
+        run.log("a standing statement was filed as a candidate (mnemo candidates)",
+                level="info")
 
 
 def store_turns(run: HookRun, spool: Spool, turns: list[Turn], reply: str | None) -> int:
@@ -415,5 +483,6 @@ def recover_abandoned(run: HookRun, *, exclude: Path | None = None) -> None:
 
 
 HANDLERS: dict[str, Callable[[HookRun, HookEvent], None]] = {
-    "prompt": on_prompt, "turn-end": on_turn_end, "session-end": on_session_end,
+    "session-start": on_session_start, "prompt": on_prompt, "turn-end": on_turn_end,
+    "session-end": on_session_end,
 }

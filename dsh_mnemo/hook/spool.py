@@ -87,15 +87,18 @@ class SpoolState:
     recent: list[str] = field(default_factory=list)  # digests of the last turns stored
     hinted: bool = False  # the bind hint was shown in this session
     ended: bool = False  # the session ended while a worker was still storing its turns
+    standing: bool = False  # the standing memories were given to the model this session
 
     def to_json(self) -> dict[str, object]:
         return {"version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
                 "captured": self.captured, "targets": self.targets, "updated": self.updated,
-                "recent": self.recent, "hinted": self.hinted, "ended": self.ended}
+                "recent": self.recent, "hinted": self.hinted, "ended": self.ended,
+                "standing": self.standing}
 
     def reset(self) -> None:
-        """Forget the session's turns and counts.  `hinted` stays: a session can be
-        resumed after it ended (`codex exec resume`), and must not be hinted again."""
+        """Forget the session's turns and counts.  `hinted` and `standing` stay: a
+        session can be resumed after it ended (`codex exec resume`), and its context
+        already holds the hint and the standing block."""
         self.turns, self.captured, self.targets, self.recent = [], 0, [], []
         self.ended = False
 
@@ -148,10 +151,11 @@ class Spool:
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
                           recent=recent[-RECENT:], hinted=raw.get("hinted") is True,
-                          ended=raw.get("ended") is True)
+                          ended=raw.get("ended") is True,
+                          standing=raw.get("standing") is True)
 
     def _save(self, state: SpoolState) -> None:
-        if not state.turns and not state.captured and not state.hinted:
+        if not state.turns and not state.captured and not state.hinted and not state.standing:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             return
@@ -210,6 +214,15 @@ class Spool:
             state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
                                     session_id=session_id, at=now_ms()))
             return to_store, dropped
+
+    def mark_standing(self, *, force: bool = False) -> bool:
+        """Note that the standing block goes to the model now; False if it already did
+        this session (`force`: the context was compacted away, give it again)."""
+        with self.locked() as state:
+            if state.standing and not force:
+                return False
+            state.standing = True
+            return True
 
     def mark_hinted(self) -> bool:
         """Note that the bind hint was shown; False if it already was this session."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 from ..memory.scrub import clean_invisible, fix_surrogates
-from .inject import HINT_PREFIX, PREFACE
+from .inject import HINT_PREFIX, PREFACE, STANDING_PREFACE
 
 __all__ = ["HARNESS_TAGS", "clean_invisible", "fix_surrogates", "strip_injected"]
 
@@ -45,6 +45,10 @@ HARNESS_TAGS = (
     "local-command-stdout", "local-command-stderr", "local-command-caveat",
     "command-name", "command-message", "command-args", "environment_context",
     "environment-context", "user_instructions", "session-context", "context-injection",
+    # Gemini CLI wraps hook context (SessionStart's lands inside the prompt it
+    # then hands BeforeAgent); Qwen Code wraps it in its own tags.
+    "hook_context", "session_context", "qwen:user-prompt-submit-context",
+    "qwen:session-start-context",
 )
 OWN_TAG = "memory-data"
 MAX_ATTRIBUTES = 512  # a tag with more attribute text than this is not a tag
@@ -56,11 +60,13 @@ _TAG = re.compile(
 # The lines of mnemo's block after its opening tag: the preface, then memory
 # lines "- (DATE, LEVEL) text", "- (LEVEL) text" or "- (DATE) text".
 _ECHO_LINES = re.compile(
-    r"(?:[ \t]{0,16}(?:" + re.escape(PREFACE) + r"|- \([^()\n]{1,80}\)(?: [^\n]*)?)"
+    r"(?:[ \t]{0,16}(?:" + re.escape(PREFACE) + "|" + re.escape(STANDING_PREFACE)
+    + r"|- \([^()\n]{1,80}\)(?: [^\n]*)?)"
     r"[ \t]*(?:\n|\Z))*")
 _REST_OF_LINE_BLANK = re.compile(r"[ \t]*(?:\n|\Z)")
 _OWN_LINES = re.compile(
-    rf"^[ \t]{{0,64}}(?:{re.escape(HINT_PREFIX)}|{re.escape(PREFACE)})[^\n]*(?:\n|\Z)", re.M)
+    rf"^[ \t]{{0,64}}(?:{re.escape(HINT_PREFIX)}|{re.escape(PREFACE)}|"
+    rf"{re.escape(STANDING_PREFACE)})[^\n]*(?:\n|\Z)", re.M)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 

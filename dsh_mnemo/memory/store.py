@@ -57,6 +57,7 @@ class WriteResult:
     secrets: list[str] = field(default_factory=list)  # kinds found by the scrubber
     scrub_policy: str = "redact"  # what was done about them
     embedded: bool = False  # a vector was stored for semantic recall
+    standing: bool = False  # a rule or preference given to the model every session
 
 
 @dataclass

@@ -104,14 +104,14 @@ def test_bash_completes_values(tree, tmp_path: Path) -> None:
         ("mnemo", "remember", "--scope", ""): ["global", "session", "workspace"],
         ("mnemo", "recall", "--top-k", "3", "--js"): ["--json"],
         ("mnemo", "bind", "some"): ["some-dir"],
-        ("mnemo", "st"): ["stats", "status"],
+        ("mnemo", "st"): ["standing", "stats", "status"],
     }
     harness_commands = [c for c in tree.walk() if any(p.values == "harness" for p in c.options)]
     for command in harness_commands:
         cases[("mnemo", *command.path, "--harness", "")] = sorted(HARNESSES)
         cases[("mnemo", *command.path, "--harness", "c")] = ["claude-code", "codex", "cursor"]
     if any(c.path == ["hook"] for c in tree.walk()):
-        cases[("mnemo", "hook", "")] = ["prompt", "session-end", "turn-end"]
+        cases[("mnemo", "hook", "")] = ["prompt", "session-end", "session-start", "turn-end"]
     replies = bash_complete([list(k) for k in cases], tmp_path)
     assert dict(zip(cases, replies, strict=True)) == cases
 

@@ -46,6 +46,9 @@ ARGS = {
     ("mcp", "uninstall"): ["--client", "claude-code"],
     ("mcp", "status"): ["--client", "claude-code"],
     ("hooks", "test"): ["--harness", "claude-code"],
+    ("standing", "remove"): ["some-id"],
+    ("candidates", "accept"): ["c0000"],
+    ("candidates", "reject"): ["c0000"],
     ("migrate", "run"): ["--yes"],
     ("migrate", "revert"): ["--yes"],
 }

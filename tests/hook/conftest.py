@@ -114,17 +114,18 @@ def run_wrapper(event: str, harness: str, document: dict[str, Any] | bytes | str
                 done.stderr.decode("utf-8", "replace"))
 
 
-def injected_text(harness: str, stdout: str) -> str:
+def injected_text(harness: str, stdout: str, kind: str = "prompt") -> str:
     """The context a harness would hand the model, checking the output shape."""
     if not stdout:
         return ""
     if harness == "generic":
         return stdout
+    from dsh_mnemo.harnesses.registry import HARNESSES
+
     document = json.loads(stdout)
     assert set(document) == {"hookSpecificOutput"}, document
     inner = document["hookSpecificOutput"]
-    expected = "BeforeAgent" if harness == "gemini" else "UserPromptSubmit"
-    assert inner["hookEventName"] == expected
+    assert inner["hookEventName"] == HARNESSES[harness].event_names[kind]
     assert isinstance(inner["additionalContext"], str)
     return inner["additionalContext"]
 

@@ -387,7 +387,7 @@ def test_json_contracts(two, data_dir):
     remembered = doc(mnemo("remember", "contracts are pinned by tests", "--json", cwd=a.path))
     assert set(remembered) == ENVELOPE | {"id", "filtered", "bank", "namespace", "level",
                                           "consolidated_first", "secrets", "scrub_policy",
-                                          "embedded"}
+                                          "embedded", "standing"}
     assert (remembered["schema_version"], remembered["kind"]) == (1, "remember")
     assert (remembered["filtered"], remembered["level"], remembered["bank"],
             remembered["namespace"], remembered["consolidated_first"]) == (

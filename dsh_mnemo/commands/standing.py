@@ -1,0 +1,100 @@
+"""`standing list|remove` and `candidates list|accept|reject`: the rules given every session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import RefusedError
+from ..memory import semantic, store
+from ..memory import standing as standing_memory
+from ..memory.targets import write_target
+from ..report import Report
+from ..workspace.context import MemoryContext, resolve_memory_context
+
+
+def _context(settings: Settings, cwd: Path | None) -> MemoryContext:
+    return resolve_memory_context(cwd, None, settings, mode="workspace")
+
+
+@dataclass
+class StandingList:
+    workspace: str | None
+    budget_chars: int
+    standing: list[standing_memory.Standing] = field(default_factory=list)
+
+
+def list_(settings: Settings, *, cwd: Path | None = None) -> Report:
+    ctx = _context(settings, cwd)
+    items = standing_memory.list_standing(ctx)
+    report = Report("standing", StandingList(workspace=ctx.display_name,
+                                             budget_chars=int(settings["standing.budget_chars"]),
+                                             standing=items))
+    if not ctx.bound:
+        report.note("This directory is not in a bound workspace: only global standing "
+                    "memories apply here.")
+    return report
+
+
+def remove(settings: Settings, memory_id: str, *, cwd: Path | None = None) -> Report:
+    ctx = _context(settings, cwd)
+    if memory_id.strip() not in {s.id for s in standing_memory.list_standing(ctx)}:
+        raise RefusedError(f"no standing memory {memory_id} here (workspace or global)",
+                           hint="`mnemo standing list` shows their ids.")
+    return Report("forget", store.forget(ctx, memory_id))
+
+
+@dataclass
+class CandidateList:
+    namespace: str
+    candidates: list[standing_memory.Candidate] = field(default_factory=list)
+
+
+def candidates(settings: Settings, *, status: str | None = "pending",
+               cwd: Path | None = None) -> Report:
+    target = write_target(_context(settings, cwd), "workspace")
+    return Report("candidates", CandidateList(
+        namespace=target.namespace,
+        candidates=standing_memory.candidates(target, status=status)))
+
+
+def _pending(settings: Settings, candidate_id: str, cwd: Path | None
+             ) -> tuple[object, standing_memory.Candidate]:
+    target = write_target(_context(settings, cwd), "workspace")
+    found = next((c for c in standing_memory.candidates(target, status=None)
+                  if c.id == candidate_id.strip()), None)
+    if found is None:
+        raise RefusedError(f"no candidate {candidate_id} in this workspace",
+                           hint="`mnemo candidates list` shows them.")
+    if found.status != "pending":
+        raise RefusedError(f"candidate {candidate_id} was {found.status} already")
+    return target, found
+
+
+def accept(settings: Settings, candidate_id: str, *, scope: str = "workspace",
+           cwd: Path | None = None) -> Report:
+    """The candidate becomes a standing memory (of the workspace, or global)."""
+    target, found = _pending(settings, candidate_id, cwd)
+    ctx = _context(settings, cwd)
+    standing_target = standing_memory.standing_target(ctx, scope)
+    result = store.remember_at(standing_target, found.text, source=standing_memory.SOURCE,
+                               importance=standing_memory.DEFAULT_IMPORTANCE,
+                               scrub_policy=settings["scrub.policy"],
+                               embed=semantic.embedder(settings))
+    if result.id is None:
+        raise RefusedError("Mnemosyne's write filter rejected the candidate; it stays pending")
+    standing_memory.mark_standing(standing_target, result.id)
+    standing_memory.decide(target, found.id, "accepted", result.id)
+    result.standing = True
+    return Report("remember", result)
+
+
+def reject(settings: Settings, candidate_id: str, *, cwd: Path | None = None) -> Report:
+    """Never suggest it again (the rejection is remembered by its text)."""
+    target, found = _pending(settings, candidate_id, cwd)
+    standing_memory.decide(target, found.id, "rejected")
+    decided = next(c for c in standing_memory.candidates(target, status=None)
+                   if c.id == found.id)
+    return Report("candidates", CandidateList(namespace=target.namespace,
+                                              candidates=[decided]))
