@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..harnesses.registry import HARNESSES, REPLY_FIELDS
@@ -56,19 +57,25 @@ def _first_text(payload: dict[str, object], fields: tuple[str, ...]) -> str | No
     return None
 
 
-def _session(payload: dict[str, object], harness: str) -> str | None:
+def _session(payload: dict[str, object], harness: str,
+             environ: Mapping[str, str]) -> str | None:
     for key in ("session_id", "conversation_id", "sessionId", "conversationId"):
         value = payload.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
             return _text(str(value))
     for name in HARNESSES[harness].session_env:
-        if os.environ.get(name):
-            return os.environ[name]
+        if environ.get(name):
+            return environ[name]
     return None
 
 
-def resolve_cwd(payload: dict[str, object], harness: str) -> tuple[str | None, str]:
+def resolve_cwd(payload: dict[str, object], harness: str,
+                environ: Mapping[str, str] | None = None,
+                process_cwd: str | None = None) -> tuple[str | None, str]:
     """Event `cwd` → `workspace_roots[0]` → the harness's project env var → process cwd.
+
+    `environ` and `process_cwd` are the hook process's (the resident server
+    passes its client's); they default to this process's own.
 
     A non-empty event `cwd` is used as given even if it does not exist: guessing
     another directory could inject a different project's memory.
@@ -84,11 +91,14 @@ def resolve_cwd(payload: dict[str, object], harness: str) -> tuple[str | None, s
 
             root = unquote(urlparse(root).path)
         return root, "workspace_roots"
+    environ = os.environ if environ is None else environ
     for name in HARNESSES[harness].project_env:
-        value = os.environ.get(name)
+        value = environ.get(name)
         if value and value.strip():
             return value, f"env:{name}"
     # Harnesses run hooks in the session's directory, so this is the last resort.
+    if process_cwd is not None:
+        return process_cwd, "process"
     try:
         return os.getcwd(), "process"
     except OSError:
@@ -111,10 +121,14 @@ def decode_payload(raw: bytes) -> dict[str, object]:
     return payload
 
 
-def parse_event(payload: dict[str, object], harness: str, kind: str) -> HookEvent:
-    cwd, source = resolve_cwd(payload, harness)
+def parse_event(payload: dict[str, object], harness: str, kind: str, *,
+                environ: Mapping[str, str] | None = None,
+                process_cwd: str | None = None) -> HookEvent:
+    """The event as mnemo uses it; `environ`/`process_cwd` as for `resolve_cwd`."""
+    environ = os.environ if environ is None else environ
+    cwd, source = resolve_cwd(payload, harness, environ, process_cwd)
     event = HookEvent(harness=harness, kind=kind, cwd=cwd, cwd_source=source,
-                      session_id=_session(payload, harness),
+                      session_id=_session(payload, harness, environ),
                       event_name=_text(payload.get("hook_event_name")),
                       transcript_path=_text(payload.get("transcript_path")))
     spec = HARNESSES[harness]

@@ -43,15 +43,31 @@ MAX_QUERY_CHARS = 2000
 
 @dataclass
 class HookRun:
+    """One hook call: what it is, where its answer goes, where work after it goes.
+
+    `emit` hands the answer to the harness (once; later calls are ignored).
+    `later` takes the work that must not delay it (storing turns,
+    consolidation): a hook process runs it right away, after the answer;
+    the resident server queues it for its housekeeping thread, so a prompt
+    is never answered behind another session's stores.
+    """
+
     harness: str
     kind: str
     settings: Settings
     base: Path
     emit: Callable[[str], None]
     notes: list[str] = field(default_factory=list)
+    defer: Callable[[Callable[[], None]], None] | None = None
 
     def log(self, message: str, level: str = "error") -> None:
         log.write(message, harness=self.harness, event=self.kind, level=level, base=self.base)
+
+    def later(self, work: Callable[[], None]) -> None:
+        if self.defer is not None:
+            self.defer(work)
+        else:
+            work()
 
 
 # ─── Text preparation ──────────────────────────────────────────────────────
@@ -139,12 +155,17 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             run.log(f"recall: {log.describe(exc)}")
         context_text = "\n\n".join(parts) or None
     run.emit(format_output(run.harness, "prompt", context_text))
-    if context_text:
-        from ..harnesses.injections import record_injection
+    session_id = event.session_id
 
-        record_injection(run.base, run.harness, session_id=event.session_id)
-    if displaced:
-        store_turns(run, spool, displaced, reply=None)
+    def after() -> None:
+        if context_text:
+            from ..harnesses.injections import record_injection
+
+            record_injection(run.base, run.harness, session_id=session_id)
+        if displaced:
+            store_turns(run, spool, displaced)
+
+    run.later(after)
 
 
 def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
@@ -365,17 +386,16 @@ def suggest_standing(run: HookRun, ctx: MemoryContext, content: str) -> None:
                 level="info")
 
 
-def store_turns(run: HookRun, spool: Spool, turns: list[Turn], reply: str | None) -> int:
-    """Store claimed turns (the reply goes with the last one); returns turns stored."""
+def store_turns(run: HookRun, spool: Spool, turns: list[Turn]) -> int:
+    """Store claimed turns, each with its reply if it has one; returns turns stored."""
     from ..errors import BusyError
 
     stored: list[Turn] = []
     failed: list[Turn] = []
     targets: list[tuple[str, str]] = []
-    for position, turn in enumerate(turns):
-        answer = reply if position == len(turns) - 1 else None
+    for turn in turns:
         try:
-            target = store_one(run, turn.text, answer, turn.cwd, turn.session_id,
+            target = store_one(run, turn.text, turn.reply, turn.cwd, turn.session_id,
                                check_duplicate=turn.stale)
         except BusyError as exc:
             run.log(f"database busy, turn kept for later: {exc}")
@@ -431,43 +451,55 @@ def consolidate(run: HookRun, bank: str, namespace: str) -> Any:
 
 
 def on_turn_end(run: HookRun, event: HookEvent) -> None:
-    run.emit(neutral_output(run.harness, run.kind))  # nothing to say to the harness
+    """Spool how the turn ended, answer, then store the session's pending turns."""
     if not run.settings["capture.enabled"]:
+        run.emit(neutral_output(run.harness, run.kind))
         return
     cwd = usable_cwd(run, event)
     spool = Spool(run.base, run.harness, event.session_id, cwd or event.cwd)
-    turns = spool.take_all()
     user = clean_text(run, event.user) if event.user else ""
-    if user and not any(t.text == user for t in turns) and not spool.recently_stored(user):
-        # The event carries the user's message itself (generic, Gemini), the prompt
-        # hook did not spool it and no earlier turn-end stored it: store it now.
-        turns.append(Turn(id="event", text=user, cwd=cwd, session_id=event.session_id, at=0))
     reply = None
     if "assistant" in run.settings["capture.roles"]:
-        reply = event.assistant
-        if (reply is None and HARNESSES[event.harness].transcript_jsonl
-                and event.transcript_path):
-            reply = last_reply_from_transcript(event.transcript_path)
-    if not turns and reply and cwd:
-        turns = [Turn(id="reply", text="", cwd=cwd, session_id=event.session_id, at=0)]
-    if turns:
-        store_turns(run, spool, turns, reply)
-    recover_abandoned(run, exclude=spool.path)
+        raw = event.assistant
+        if raw is None and HARNESSES[event.harness].transcript_jsonl and event.transcript_path:
+            raw = last_reply_from_transcript(event.transcript_path)
+        reply = clean_text(run, raw) or None
+    try:
+        # Durable first: the turn's reply is in the spool before the harness goes on.
+        turns, dropped = spool.end_turn(
+            truncate(user, int(run.settings["capture.user_limit"])) or None,
+            truncate(reply, int(run.settings["capture.assistant_limit"])) if reply else None,
+            cwd, event.session_id)
+    finally:
+        run.emit(neutral_output(run.harness, run.kind))  # nothing to say to the harness
+    if dropped:
+        run.log(f"spool full: dropped the {dropped} oldest pending turn(s)", level="warning")
+
+    def after() -> None:
+        if turns:
+            store_turns(run, spool, turns)
+        recover_abandoned(run, exclude=spool.path)
+
+    run.later(after)
 
 
 def on_session_end(run: HookRun, event: HookEvent) -> None:
     run.emit(neutral_output(run.harness, run.kind))
     cwd = usable_cwd(run, event) or event.cwd
     spool = Spool(run.base, run.harness, event.session_id, cwd)
-    if run.settings["capture.enabled"]:
-        turns = spool.take_all()
-        if turns:
-            store_turns(run, spool, turns, reply=None)
-    final = spool.end_session()
-    if final.captured:
-        for bank, namespace in final.targets:
-            consolidate(run, bank, namespace)
-    recover_abandoned(run, exclude=spool.path)
+
+    def after() -> None:
+        if run.settings["capture.enabled"]:
+            turns = spool.take_all()
+            if turns:
+                store_turns(run, spool, turns)
+        final = spool.end_session()
+        if final.captured:
+            for bank, namespace in final.targets:
+                consolidate(run, bank, namespace)
+        recover_abandoned(run, exclude=spool.path)
+
+    run.later(after)
 
 
 def recover_abandoned(run: HookRun, *, exclude: Path | None = None) -> None:
@@ -478,7 +510,7 @@ def recover_abandoned(run: HookRun, *, exclude: Path | None = None) -> None:
     for other in abandoned_spools(run.base, exclude=exclude, limit=3):
         turns = other.take_all()
         if turns:
-            store_turns(run, other, turns, reply=None)
+            store_turns(run, other, turns)
     sweep(run.base)
 
 

@@ -59,6 +59,9 @@ class Turn:
     at: int
     claim_pid: int | None = None
     claim_at: int | None = None
+    # The assistant's reply that ended the turn (already cleaned), spooled by the
+    # turn end before it answers the harness, so storing it later cannot lose it.
+    reply: str | None = None
     stale: bool = False  # set in memory only: a dead claimer may have stored it already
 
     @classmethod
@@ -66,16 +69,28 @@ class Turn:
         if not isinstance(raw, dict):
             return None
         try:
+            reply = raw.get("reply")
             return cls(id=str(raw["id"]), text=str(raw["text"]), cwd=raw.get("cwd"),
                        session_id=raw.get("session_id"), at=int(raw.get("at") or 0),
-                       claim_pid=raw.get("claim_pid"), claim_at=raw.get("claim_at"))
+                       claim_pid=raw.get("claim_pid"), claim_at=raw.get("claim_at"),
+                       reply=reply if isinstance(reply, str) else None)
         except (KeyError, TypeError, ValueError):
             return None
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data.pop("stale")
+        if data["reply"] is None:
+            data.pop("reply")
         return data
+
+    @property
+    def size(self) -> int:
+        return len(self.text) + len(self.reply or "")
+
+
+def reply_digest(text: str) -> str:
+    return digest("\0reply\0" + text)
 
 
 @dataclass
@@ -237,6 +252,37 @@ class Spool:
         with self.locked() as state:
             return self._claim_open_turns(state)
 
+    def end_turn(self, user: str | None, reply: str | None, cwd: str | None,
+                 session_id: str | None) -> tuple[list[Turn], int]:
+        """Record how the turn ended, then claim every pending turn.
+
+        `user` is the user's message when the turn-end event carries it (a
+        prompt hook may not have spooled it), `reply` the assistant's answer:
+        both are on disk before the caller answers the harness, so whatever
+        happens to the process that stores them, the next hook finds them.
+        A message or reply already pending, claimed or recently stored (the
+        same turn end twice, a retry after a server died mid-request) is not
+        added again.  Returns the claimed turns and how many old unclaimed
+        ones the bounds dropped.
+        """
+        with self.locked() as state:
+            dropped = 0
+            if (user and not any(t.text == user for t in state.turns)
+                    and digest(user) not in state.recent):
+                dropped += _enforce_bounds(state, incoming=len(user))
+                state.turns.append(Turn(id=os.urandom(8).hex(), text=user, cwd=cwd,
+                                        session_id=session_id, at=now_ms()))
+            if (reply and not any(t.reply == reply for t in state.turns)
+                    and reply_digest(reply) not in state.recent):
+                open_turns = [t for t in state.turns if t.claim_pid is None]
+                if open_turns and open_turns[-1].reply is None:
+                    open_turns[-1].reply = reply
+                elif cwd:
+                    dropped += _enforce_bounds(state, incoming=len(reply))
+                    state.turns.append(Turn(id=os.urandom(8).hex(), text="", cwd=cwd,
+                                            session_id=session_id, at=now_ms(), reply=reply))
+            return self._claim_open_turns(state), dropped
+
     def finish(self, stored: list[Turn], targets: list[tuple[str, str]],
                failed: list[Turn] | None = None) -> None:
         """Drop stored turns, count them, and release the claims of failed ones."""
@@ -252,7 +298,8 @@ class Spool:
                 kept.append(turn)
             state.turns = kept
             state.captured += len(done)
-            state.recent = (state.recent + [digest(t.text) for t in stored if t.text])[-RECENT:]
+            state.recent = (state.recent + [digest(t.text) for t in stored if t.text]
+                            + [reply_digest(t.reply) for t in stored if t.reply])[-RECENT:]
             for bank, namespace in targets:
                 if [bank, namespace] not in state.targets:
                     state.targets.append([bank, namespace])
@@ -284,15 +331,37 @@ def _enforce_bounds(state: SpoolState, *, incoming: int) -> int:
     or has died and they will be stored again (stale claims).
     """
     dropped = 0
-    size = sum(len(t.text) for t in state.turns) + incoming
+    size = sum(t.size for t in state.turns) + incoming
     while len(state.turns) + 1 > MAX_PENDING or size > MAX_BYTES:
         oldest = next((t for t in state.turns if t.claim_pid is None), None)
         if oldest is None:
             break
         state.turns.remove(oldest)
-        size -= len(oldest.text)
+        size -= oldest.size
         dropped += 1
     return dropped
+
+
+def stale_claims(base: Path) -> list[Spool]:
+    """Spools holding turns claimed by a process that died (a killed worker or server).
+
+    The resident server replays them when it starts; any hook of the session
+    would pick them up too, but a session that said its last word would not.
+    """
+    folder = base / "spool"
+    if not folder.is_dir():
+        return []
+    found: list[Spool] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            claims = {t.get("claim_pid") for t in raw.get("turns") or []
+                      if isinstance(t, dict) and isinstance(t.get("claim_pid"), int)}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if any(not _pid_alive(pid) for pid in claims):
+            found.append(Spool.at(path))
+    return found
 
 
 def _has_turns(path: Path) -> bool:
