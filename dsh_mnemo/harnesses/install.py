@@ -39,7 +39,8 @@ from .registry import HARNESSES, NAMES, Harness
 
 WRAPPER_NAME = "mnemo-hook.sh"
 HOOK_TIMEOUT_SECONDS = 10  # above the wrapper's own kill limit (8 s + 1 s grace)
-WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@")
+WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@",
+                        "@MNEMO_PYTHON@", "@MNEMO_CLIENT@", "@MNEMO_HOME@")
 CREATED_RECORD = "created.json"  # in <data dir>/hooks/: files and folders mnemo made
 
 _OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
@@ -152,7 +153,20 @@ def find_mnemo() -> str | None:
     return str(Path(found).resolve()) if found else None
 
 
-def render_wrapper(mnemo_bin: str) -> str:
+def client_path() -> Path:
+    """The hook client script (standard library only) the wrapper runs."""
+    from ..server import client
+
+    return Path(client.__file__).resolve()
+
+
+def render_wrapper(mnemo_bin: str, base: Path | None = None) -> str:
+    """The wrapper with this installation's paths filled in.
+
+    The data dir and config are pinned only if they were overridden when
+    installing; the client gets the data dir the wrapper lives in (the
+    harness's MNEMO_DATA_DIR still wins) and this installation's Python.
+    """
     text = wrapper_source()
     data_dir = os.environ.get("MNEMO_DATA_DIR", "")
     config = os.environ.get("MNEMO_CONFIG", "")
@@ -162,7 +176,10 @@ def render_wrapper(mnemo_bin: str) -> str:
 
     return (text.replace("@MNEMO_BIN@", quoted(mnemo_bin))
             .replace("@MNEMO_DATA_DIR@", quoted(data_dir))
-            .replace("@MNEMO_CONFIG@", quoted(config)))
+            .replace("@MNEMO_CONFIG@", quoted(config))
+            .replace("@MNEMO_PYTHON@", quoted(sys.executable))
+            .replace("@MNEMO_CLIENT@", quoted(str(client_path())))
+            .replace("@MNEMO_HOME@", quoted(str(base or paths.data_dir()))))
 
 
 def write_wrapper(base: Path | None = None) -> Path:
@@ -171,7 +188,7 @@ def write_wrapper(base: Path | None = None) -> Path:
         raise MnemoError("cannot find the `mnemo` executable to point the hooks at",
                          hint="Install mnemo so `mnemo` is on PATH, then run this again.")
     target = wrapper_path(base)
-    text = render_wrapper(mnemo_bin)
+    text = render_wrapper(mnemo_bin, base)
     try:
         current = target.read_text(encoding="utf-8")
     except OSError:

@@ -10,8 +10,15 @@
 # this file with the placeholders below filled in; the copy in the source
 # tree works as is when `mnemo` is on PATH.
 #
-# Environment: MNEMO_BIN (the mnemo executable), MNEMO_HOOK_WRAPPER_TIMEOUT
-# (seconds before the wrapper kills mnemo; mnemo's own deadline is shorter).
+# Installed, it runs mnemo's hook client instead (a small standard-library
+# Python script): the client asks the resident server (`mnemo serve`) and,
+# when there is none or it does not answer in time, becomes `mnemo hook`
+# itself, which answers and starts the server for the next call.
+#
+# Environment: MNEMO_BIN (the mnemo executable), MNEMO_NO_SERVER=1 (always
+# run `mnemo hook` in a process of its own), MNEMO_HOOK_WRAPPER_TIMEOUT
+# (seconds before the wrapper kills that process; mnemo's own deadline is
+# shorter).
 
 event="${1:-}"
 harness="${2:-generic}"
@@ -23,6 +30,9 @@ exec 2>/dev/null
 installed_bin='@MNEMO_BIN@'
 installed_data_dir='@MNEMO_DATA_DIR@'
 installed_config='@MNEMO_CONFIG@'
+installed_python='@MNEMO_PYTHON@'
+installed_client='@MNEMO_CLIENT@'
+installed_home='@MNEMO_HOME@'
 
 neutral() {
     if [ "$harness" = "codex" ] && [ "$event" = "turn-end" ]; then
@@ -49,6 +59,18 @@ if [ -z "$mnemo_bin" ]; then
 fi
 if [ -z "$mnemo_bin" ] || [ ! -x "$mnemo_bin" ]; then
     neutral
+fi
+
+use_client=1
+for value in "$installed_python" "$installed_client" "$installed_home"; do
+    case "$value" in @*@ | "") use_client= ;; esac
+done
+if [ -n "$use_client" ] && [ -z "${MNEMO_NO_SERVER:-}" ] && [ -x "$installed_python" ] \
+    && [ -f "$installed_client" ]; then
+    # The client enforces the deadline and always exits 0 (Codex's Stop hook
+    # gets its `{}`), falling back to `mnemo hook` by itself.
+    exec "$installed_python" -I -S "$installed_client" "$event" "$harness" \
+        "$mnemo_bin" "${MNEMO_DATA_DIR:-$installed_home}"
 fi
 
 limit="${MNEMO_HOOK_WRAPPER_TIMEOUT:-8}"

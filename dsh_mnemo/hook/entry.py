@@ -52,14 +52,15 @@ USAGE = ("usage: mnemo hook prompt|turn-end|session-end [--harness "
          + "|".join(NAMES) + "]")
 
 
-class _Answer:
-    """The worker's reply, handed on once (to the main thread, or down the pipe)."""
+class Answer:
+    """A hook's reply, handed on once (to the main thread, down a pipe, or to a callback)."""
 
-    def __init__(self, sink: Any = None) -> None:
+    def __init__(self, sink: Any = None, deliver: Any = None) -> None:
         self.text: str | None = None
         self.ready = threading.Event()
         self.lock = threading.Lock()
         self.sink = sink  # a pipe fd in a forked worker
+        self.deliver = deliver  # the resident server's: send it to the client
 
     def emit(self, text: str) -> None:
         with self.lock:
@@ -70,14 +71,22 @@ class _Answer:
                 _write_fd(self.sink, text)
                 os.close(self.sink)
                 self.sink = None
+            if self.deliver is not None:
+                deliver, self.deliver = self.deliver, None
+                deliver(text)
         self.ready.set()
+
+
+# The flag the hook client adds when it falls back to this path: start the
+# resident server for the next call, after answering this one.
+START_SERVER = "--start-server"
 
 
 def parse_argv(argv: list[str]) -> tuple[str, str]:
     """(event, harness); raises ValueError with a usage message."""
     event: str | None = None
     harness = "generic"
-    items = list(argv)
+    items = [a for a in argv if a != START_SERVER]
     while items:
         item = items.pop(0)
         if item in ("-h", "--help"):
@@ -159,10 +168,19 @@ def process_age() -> float:
         return 0.0
 
 
-def _work(answer: _Answer, kind: str, harness: str, raw: bytes, settings: Any,
-          base: Any) -> None:
+def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any,
+                 base: Any, *, environ: Any = None, process_cwd: str | None = None,
+                 defer: Any = None) -> None:
+    """Decode, parse and handle one event; always emits (the neutral answer at worst).
+
+    The one implementation both transports share: a hook process calls it
+    with its own environment, the resident server with its client's
+    (`environ`, `process_cwd`) and a `defer` that queues the work after the
+    answer for its housekeeping thread.
+    """
     try:
-        delay = os.environ.get(TEST_DELAY_ENV)
+        environ = os.environ if environ is None else environ
+        delay = environ.get(TEST_DELAY_ENV)
         if delay:
             time.sleep(float(delay))
         if len(raw) > MAX_STDIN_BYTES:
@@ -171,15 +189,68 @@ def _work(answer: _Answer, kind: str, harness: str, raw: bytes, settings: Any,
         from .handlers import HANDLERS, HookRun
 
         payload = decode_payload(raw)
-        event = parse_event(payload, harness, kind)
+        event = parse_event(payload, harness, kind, environ=environ, process_cwd=process_cwd)
         run = HookRun(harness=harness, kind=kind, settings=settings, base=base,
-                      emit=answer.emit)
+                      emit=answer.emit, defer=defer)
         HANDLERS[kind](run, event)
     except BaseException as exc:  # noqa: BLE001 - fail open, whatever happened
         level = "info" if type(exc).__name__ == "BadEvent" else "error"
         log.write(log.describe(exc), harness=harness, event=kind, level=level, base=base)
     finally:
         answer.emit(neutral_output(harness, kind))
+
+
+def _work(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any, base: Any,
+          start_environ: dict[str, str] | None = None) -> None:
+    starter = _Starter(start_environ, settings, base, harness, kind)
+    try:
+        handle_event(answer, kind, harness, raw, settings, base,
+                     defer=starter.defer if starter.pending else None)
+    finally:
+        starter.start()
+
+
+class _Starter:
+    """Starts the resident server once, after the answer and before the housekeeping."""
+
+    def __init__(self, environ: dict[str, str] | None, settings: Any, base: Any,
+                 harness: str, kind: str) -> None:
+        self.environ = environ if environ is not None and _enabled(settings) else None
+        self.base, self.harness, self.kind = base, harness, kind
+
+    @property
+    def pending(self) -> bool:
+        return self.environ is not None
+
+    def start(self) -> None:
+        if self.environ is not None:
+            environ, self.environ = self.environ, None
+            start_server(environ, self.base, self.harness, self.kind)
+
+    def defer(self, work: Any) -> None:
+        self.start()
+        work()
+
+
+def _enabled(settings: Any) -> bool:
+    try:
+        return bool(settings["server.enabled"])
+    except (KeyError, TypeError):
+        return False
+
+
+def start_server(environ: dict[str, str], base: Any, harness: str = "generic",
+                 kind: str = "prompt") -> None:
+    """Start `mnemo serve` for the next hook (with the harness's environment as it came)."""
+    try:
+        from ..server.client import spawn_server
+
+        if spawn_server(str(base), environ):
+            log.write("started the resident server for the next hooks", harness=harness,
+                      event=kind, level="info", base=base)
+    except Exception as exc:  # noqa: BLE001 - this call is answered either way
+        log.write(f"cannot start the resident server: {log.describe(exc)}", harness=harness,
+                  event=kind, base=base)
 
 
 def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
@@ -193,6 +264,9 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
     """
     in_process = stdin is not None or stdout is not None
     started = time.monotonic() - (0.0 if in_process else process_age())
+    # The environment as the harness gave it, before settings are applied to it:
+    # a server started from here must see what its clients will send.
+    environ = dict(os.environ) if START_SERVER in argv else None
     hard_exit = (not in_process) if hard_exit is None else hard_exit
     speed.ENABLED = hard_exit
     stdin = sys.stdin if stdin is None else stdin
@@ -225,18 +299,20 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
         return 0
     raw = read_stdin(stdin, None if in_process else started + deadline)
     if hard_exit and hasattr(os, "fork"):
-        _run_forked(kind, harness, raw, settings, base, stdout, started + deadline, deadline)
+        _run_forked(kind, harness, raw, settings, base, stdout, started + deadline, deadline,
+                    environ)
     return _run_threaded(kind, harness, raw, settings, base, stdout, started, deadline,
-                         hard_exit)
+                         hard_exit, environ)
 
 
 def _run_threaded(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
-                  stdout: IO[str], started: float, deadline: float, hard_exit: bool) -> int:
+                  stdout: IO[str], started: float, deadline: float, hard_exit: bool,
+                  environ: dict[str, str] | None = None) -> int:
     if hard_exit:
         _quiet_process()
-    answer = _Answer()
+    answer = Answer()
     worker = threading.Thread(target=_work, name="mnemo-hook", daemon=True,
-                              args=(answer, kind, harness, raw, settings, base))
+                              args=(answer, kind, harness, raw, settings, base, environ))
     worker.start()
     answered = answer.ready.wait(max(0.0, deadline - (time.monotonic() - started)))
     if answered:
@@ -256,7 +332,8 @@ def _run_threaded(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
 
 
 def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
-                stdout: IO[str], deadline_at: float, deadline: float) -> None:
+                stdout: IO[str], deadline_at: float, deadline: float,
+                environ: dict[str, str] | None = None) -> None:
     """Fork the worker and wait for its answer until `deadline_at`; never returns."""
     try:
         read_end, write_end = os.pipe()
@@ -272,8 +349,8 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
             from .background import hold
 
             with hold(base):
-                answer = _Answer(sink=write_end)
-                _work(answer, kind, harness, raw, settings, base)
+                answer = Answer(sink=write_end)
+                _work(answer, kind, harness, raw, settings, base, environ)
         except BaseException as exc:  # noqa: BLE001
             log.write(f"worker: {log.describe(exc)}", harness=harness, event=kind, base=base)
         finally:

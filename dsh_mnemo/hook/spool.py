@@ -252,6 +252,17 @@ class Spool:
         with self.locked() as state:
             return self._claim_open_turns(state)
 
+    def take_stale(self) -> list[Turn]:
+        """Claim only the turns whose claimer died (a pending prompt waits for its turn end)."""
+        with self.locked() as state:
+            now, pid = now_ms(), os.getpid()
+            taken = []
+            for turn in state.turns:
+                if turn.claim_pid is not None and not _pid_alive(int(turn.claim_pid)):
+                    turn.claim_pid, turn.claim_at, turn.stale = pid, now, True
+                    taken.append(turn)
+            return taken
+
     def end_turn(self, user: str | None, reply: str | None, cwd: str | None,
                  session_id: str | None) -> tuple[list[Turn], int]:
         """Record how the turn ended, then claim every pending turn.

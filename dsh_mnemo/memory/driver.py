@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # A NullHandler keeps them quiet unless the application configures logging.
 logging.getLogger("mnemosyne").addHandler(logging.NullHandler())
 
-_instances: dict[tuple[str, str], Mnemosyne] = {}
+_instances: dict[tuple[str, str, int], Mnemosyne] = {}
 
 
 def _ensure_environment() -> None:
@@ -44,7 +45,8 @@ def _ensure_environment() -> None:
 def instance(target: Target, base: Path | None = None) -> Mnemosyne:
     """Upstream's memory object for `target` (created once per process)."""
     db_path = target.db_path(base)
-    key = (str(db_path), target.namespace)
+    # One per thread: a connection belongs to the thread that opened it.
+    key = (str(db_path), target.namespace, threading.get_ident())
     memory = _instances.get(key)
     if memory is None:
         _ensure_environment()
@@ -76,6 +78,11 @@ def disarm_trim(memory: Mnemosyne) -> None:
         raise RuntimeError("mnemosyne's working-memory trim moved: re-check docs/upstream.md "
                            "before using this mnemosyne release")
     beam._trim_working_memory = lambda: None
+
+
+def open_banks() -> int:
+    """Distinct bank files with an upstream instance open in this process."""
+    return len({key[0] for key in list(_instances)})
 
 
 def reset_cache() -> None:

@@ -25,6 +25,7 @@ for `mnemo doctor`.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +54,7 @@ MEMORY_TABLES = ("working_memory", "episodic_memory")
 BATCH = 16
 
 _loaded: dict[tuple[Any, ...], LoadResult] = {}
+_loading = threading.Lock()
 
 
 # ─── The embedder ──────────────────────────────────────────────────────────
@@ -78,10 +80,18 @@ def load(settings: Settings) -> LoadResult:
     key = (backend, tuple(sorted(options.items())))
     result = _loaded.get(key)
     if result is None:
-        from ..embed import load_backend
+        with _loading:  # the resident server's threads load it once between them
+            result = _loaded.get(key)
+            if result is None:
+                from ..embed import load_backend
 
-        result = _loaded[key] = load_backend(backend, options)
+                result = _loaded[key] = load_backend(backend, options)
     return result
+
+
+def loaded_models() -> list[str]:
+    """The model ids loaded in this process (the resident server reports them)."""
+    return [r.embedder.model_id for r in list(_loaded.values()) if r.embedder is not None]
 
 
 def embedder(settings: Settings) -> Embedder | None:

@@ -20,7 +20,8 @@ PACKAGE = REPO_ROOT / "dsh_mnemo"
 # Lowest first; a module pattern ending in ".*" covers a whole package.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("dsh_mnemo", "dsh_mnemo.errors", "dsh_mnemo.paths", "dsh_mnemo.fsutil",
-              "dsh_mnemo.config", "dsh_mnemo.faults", "dsh_mnemo.report")),
+              "dsh_mnemo.config", "dsh_mnemo.faults", "dsh_mnemo.report",
+              "dsh_mnemo.server", "dsh_mnemo.server.client")),
     ("embeddings", ("dsh_mnemo.embed.*",)),
     ("bank files", ("dsh_mnemo.memory", "dsh_mnemo.memory.banks")),
     ("harness facts", ("dsh_mnemo.harnesses", "dsh_mnemo.harnesses.registry")),
@@ -29,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("harness installer", ("dsh_mnemo.harnesses.*",)),
     ("mcp client config", ("dsh_mnemo.mcp", "dsh_mnemo.mcp.clients")),
     ("hook runtime", ("dsh_mnemo.hook.*",)),
+    ("resident server", ("dsh_mnemo.server.*",)),
     ("migration", ("dsh_mnemo.migrate.*",)),
     ("importers", ("dsh_mnemo.importers.*",)),
     ("doctor", ("dsh_mnemo.doctor",)),

@@ -1,0 +1,339 @@
+"""The hook client: what a harness runs on every event when the server is up.
+
+    python3 -I -S client.py EVENT HARNESS MNEMO_BIN DATA_DIR   (event JSON on stdin)
+
+Started by the installed hook wrapper, a new process per hook call, so it
+uses the standard library only (`-S`: not even site-packages) and imports
+as little as it can: no `json`, no `socket` module (its C core `_socket`
+is enough), nothing from mnemo.  It forwards the event, the directory it
+runs in and the part of the harness's environment that context resolution
+and settings read to the resident server (`mnemo serve`) over the unix
+socket in `DATA_DIR/run/`, and prints the server's answer.
+
+It enforces the deadline itself, counted from the process's start: it
+waits for the server until `reserve` seconds before the deadline, and on
+any problem (no server, a refused or dropped connection, a server that is
+hung, or one that asks for it) it replaces itself with `MNEMO_BIN hook
+EVENT --harness HARNESS --start-server`, the in-process path, with the
+event it already read as stdin.  That process keeps this one's pid and
+start time, so the deadline still counts from the harness's call; it
+answers, and starts the server for the next call.
+
+This file is also imported by mnemo itself (the server, the hook runtime
+and the installer): the protocol and the run-directory layout are defined
+here once.  It imports nothing from mnemo, so it sits at the bottom of the
+layers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PROTOCOL = b"mnemo-hook/1"
+RUN_DIR = "run"
+SOCKET_NAME = "mnemo.sock"
+LOCK_NAME = "server.lock"
+SPAWN_LOCK_NAME = "spawn.lock"
+STATE_NAME = "server.json"
+CONF_NAME = "hook.conf"  # what a client needs before it connects (the deadline)
+
+OK = b"ok\0"
+FALLBACK = b"fallback\0"  # the server will not answer this call: use the in-process path
+
+DEFAULT_DEADLINE = 2.0
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+# Left for the in-process path when the server does not answer in time.
+MAX_RESERVE = 0.8
+
+# The environment a hook's context resolution and settings read: mnemo's own
+# variables, upstream's, the harnesses' project/session variables, and what
+# locates the user's directories.  A test checks it covers the registry.
+ENV_PREFIXES = ("MNEMO_", "MNEMOSYNE_", "CLAUDE_", "CODEX_", "GEMINI_", "QWEN_",
+                "CURSOR_", "DSH_")
+ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "HERMES_HOME")
+# The subset that changes what the server itself is: a client whose values
+# differ is not served (the server restarts with the new environment).
+# Harness variables and these wrapper/test knobs do not count.
+# The data dir is the socket's (both sides agree on it by construction), and
+# the upstream variables mnemo derives from it and the settings are set by
+# whichever side applied the settings first.
+ENV_IGNORED = ("MNEMO_BIN", "MNEMO_HOOK_WRAPPER_TIMEOUT", "MNEMO_HOOK_TEST_DELAY",
+               "MNEMO_NO_SERVER", "MNEMO_DATA_DIR", "MNEMOSYNE_DATA_DIR", "HERMES_HOME",
+               "MNEMOSYNE_LLM_ENABLED", "MNEMOSYNE_WRITE_CLASSIFIER",
+               "MNEMOSYNE_NO_EMBEDDINGS")
+
+
+def forwarded(environ: dict[str, str]) -> dict[str, str]:
+    """The part of `environ` sent with every request."""
+    return {k: v for k, v in environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+
+
+def environment_key(environ: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """What a server and its client must agree on (see ENV_IGNORED)."""
+    return tuple(sorted((k, v) for k, v in environ.items()
+                        if (k.startswith(("MNEMO_", "MNEMOSYNE_")) or k in ENV_NAMES)
+                        and k not in ENV_IGNORED))
+
+
+def run_dir(data_dir: str) -> str:
+    return os.path.join(data_dir, RUN_DIR)
+
+
+def socket_address(folder: str) -> tuple[str, int | None]:
+    """The path to bind or connect to, and a directory fd to close afterwards.
+
+    A unix socket path is limited to about 100 bytes; a longer data dir is
+    reached through a short `/proc/self/fd/N/` alias of its run directory.
+    """
+    path = os.path.join(folder, SOCKET_NAME)
+    if len(os.fsencode(path)) < 100:
+        return path, None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_PATH", 0) | os.O_DIRECTORY)
+    alias = f"/proc/self/fd/{fd}/{SOCKET_NAME}"
+    if not os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.close(fd)
+        raise OSError("socket path too long for this system")
+    return alias, fd
+
+
+def encode_request(fields: dict[str, str], environ: dict[str, str], body: bytes) -> bytes:
+    """PROTOCOL NUL (key NUL value NUL)* NUL body; env entries are `env` NUL `K=V` NUL."""
+    parts = [PROTOCOL]
+    for key, value in fields.items():
+        parts += [key.encode(), os.fsencode(value)]
+    for key, value in environ.items():
+        parts += [b"env", os.fsencode(key) + b"=" + os.fsencode(value)]
+    return b"\0".join(parts) + b"\0\0" + body
+
+
+def decode_request(data: bytes) -> tuple[dict[str, str], dict[str, str], bytes]:
+    """(fields, environment, body); raises ValueError on anything else."""
+    header, sep, body = data.partition(b"\0\0")
+    if not sep:
+        raise ValueError("truncated request")
+    items = header.split(b"\0")
+    if items[0] != PROTOCOL or len(items) % 2 != 1:
+        raise ValueError("not a mnemo hook request")
+    fields: dict[str, str] = {}
+    environ: dict[str, str] = {}
+    for key, value in zip(items[1::2], items[2::2], strict=True):
+        name, text = key.decode("ascii", "replace"), os.fsdecode(value)
+        if name == "env":
+            k, _, v = text.partition("=")
+            environ[k] = v
+        else:
+            fields[name] = text
+    return fields, environ, body
+
+
+def server_running(folder: str) -> bool:
+    """Does a server (or one starting up) hold the server lock of `folder`?"""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def spawn_server(data_dir: str, environ: dict[str, str], python: str | None = None) -> bool:
+    """Start `mnemo serve --foreground --on-demand` detached; False if one runs already.
+
+    Double fork: the server belongs to no harness's session or process
+    group, has stdio on /dev/null, and is nobody's child to wait for.
+    """
+    if server_running(run_dir(data_dir)):
+        return False
+    argv = [python or sys.executable, "-m", "dsh_mnemo", "serve", "--foreground",
+            "--on-demand"]
+    env = dict(environ)
+    env["MNEMO_DATA_DIR"] = data_dir
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            if os.fork():
+                os._exit(0)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.closerange(3, 256)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    return True
+
+
+# ─── The client process ────────────────────────────────────────────────────
+
+def _process_age() -> float:
+    """Seconds since this process started (the interpreter's start-up included)."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        with open("/proc/uptime", "rb") as handle:
+            uptime = float(handle.read().split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _deadline(folder: str) -> float:
+    try:
+        with open(os.path.join(folder, CONF_NAME), "rb") as handle:
+            for line in handle.read().decode("ascii", "replace").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "deadline_seconds":
+                    return max(0.1, float(value))
+    except (OSError, ValueError):
+        pass
+    return DEFAULT_DEADLINE
+
+
+def _read_stdin(until: float, clock: object) -> bytes:
+    import select
+
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        if os.isatty(0):
+            return b""
+    except OSError:
+        return b""
+    while size <= MAX_STDIN_BYTES:
+        remaining = until - clock()  # type: ignore[operator]
+        try:
+            ready, _, _ = select.select([0], [], [], max(0.0, remaining))
+            if not ready:
+                break
+            chunk = os.read(0, 1 << 20)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def ask(folder: str, request: bytes, until: float, clock: object) -> bytes | None:
+    """The server's answer (after the OK prefix), or None: fall back."""
+    import _socket
+
+    fd = None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        address, fd = socket_address(folder)
+        sock.settimeout(max(0.001, until - clock()))  # type: ignore[operator]
+        sock.connect(address)
+        if fd is not None:
+            os.close(fd)
+            fd = None
+        view = memoryview(request)
+        while view:
+            sock.settimeout(max(0.001, until - clock()))  # type: ignore[operator]
+            view = view[sock.send(view):]
+        sock.shutdown(_socket.SHUT_WR)
+        chunks: list[bytes] = []
+        while True:
+            sock.settimeout(max(0.001, until - clock()))  # type: ignore[operator]
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return None  # no server, refused, dropped, or too slow
+    finally:
+        sock.close()
+        if fd is not None:
+            os.close(fd)
+    answer = b"".join(chunks)
+    return answer[len(OK):] if answer.startswith(OK) else None
+
+
+def fall_back(mnemo_bin: str, event: str, harness: str, data_dir: str, body: bytes) -> None:
+    """Become `mnemo hook …` with `body` as stdin; returns only if that cannot start."""
+    try:
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("mnemo-event")
+        else:
+            import tempfile
+
+            fd, name = tempfile.mkstemp(prefix=".event-", dir=run_dir(data_dir))
+            os.unlink(name)
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.dup2(fd, 0)
+        os.close(fd)
+        os.environ.setdefault("MNEMO_DATA_DIR", data_dir)
+        os.execv(mnemo_bin, [mnemo_bin, "hook", event, "--harness", harness,
+                             "--start-server"])
+    except OSError:
+        return
+
+
+def _neutral(event: str, harness: str) -> bytes:
+    return b"{}\n" if harness == "codex" and event == "turn-end" else b""
+
+
+def _write_out(data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(1, view):]
+    except OSError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    from time import monotonic
+
+    started = monotonic() - _process_age()
+    if len(argv) < 5:
+        os._exit(0)
+    event, harness, mnemo_bin, data_dir = argv[1:5]
+    folder = run_dir(data_dir)
+    deadline = _deadline(folder)
+    reserve = min(MAX_RESERVE, deadline / 2)
+    until = started + deadline - reserve
+    body = _read_stdin(until, monotonic)
+    answer = None
+    try:
+        if len(body) <= MAX_STDIN_BYTES:
+            try:
+                cwd = os.getcwd()
+            except OSError:
+                cwd = ""
+            request = encode_request(
+                {"event": event, "harness": harness, "cwd": cwd,
+                 "age": repr(monotonic() - started), "pid": str(os.getpid())},
+                forwarded(dict(os.environ)), body)
+            answer = ask(folder, request, until, monotonic)
+    except Exception:  # noqa: BLE001 - whatever went wrong, the in-process path answers
+        answer = None
+    if answer is not None:
+        _write_out(answer)
+        os._exit(0)
+    fall_back(mnemo_bin, event, harness, data_dir, body)
+    _write_out(_neutral(event, harness))  # not even the fallback could start
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv)
+    except BaseException:  # noqa: BLE001 - a hook never breaks the prompt
+        os._exit(0)
