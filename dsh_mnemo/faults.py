@@ -1,4 +1,5 @@
-"""Test-only fault injection: die at a named point of a migration or an index change.
+"""Test-only fault injection: die at a named point of a migration, an index change or
+the resident server.
 
 `MNEMO_TEST_FAULT=<point>` (or `<point>:<n>` for the n-th time the point is
 reached) makes the process call `os._exit(86)` there, with no cleanup, as a
@@ -31,6 +32,7 @@ POINTS = (
     "bind-after-marker",  # bind: marker written, index entry not yet
     "adopt-after-index",  # adopt: index entry written, marker not yet
     "rebind-after-index",  # rebind: index switched, marker not yet
+    "server-after-answer",  # resident server: a hook answered, its after-work still queued
 )
 
 _seen: dict[str, int] = {}

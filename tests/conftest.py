@@ -44,8 +44,13 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes-home"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # Installed wrappers run `mnemo hook` in a process of their own unless a test
+    # asks for the resident server (tests/server, the real harnesses): a server
+    # per test would outlive it.
+    monkeypatch.setenv("MNEMO_NO_SERVER", "1")
     for var in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "QWEN_PROJECT_DIR",
-                "GEMINI_SESSION_ID", "GEMINI_CWD", "MNEMO_SESSION_ID"):
+                "GEMINI_SESSION_ID", "GEMINI_CWD", "MNEMO_SESSION_ID", "MNEMO_TEST_FAULT",
+                "MNEMO_HOOK_TEST_DELAY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     from dsh_mnemo.memory import driver, semantic
@@ -53,10 +58,32 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     driver.reset_cache()  # upstream instances of the previous test's data dir
     semantic.reset()
     yield tmp_path
+    stop_server(data)
     driver.reset_cache()
     # Commands export Mnemosyne's environment into os.environ themselves.
     os.environ.clear()
     os.environ.update(saved)
+
+
+def stop_server(data: Path) -> None:
+    """Stop a resident server a test left running in `data` (killed if it will not stop)."""
+    import json
+    import signal
+
+    from dsh_mnemo.server import client
+
+    run = Path(client.run_dir(str(data)))
+    if not client.server_running(str(run)):
+        return
+    from dsh_mnemo.server import state
+
+    state.stop(data, timeout=5.0)
+    if client.server_running(str(run)):
+        try:
+            pid = json.loads((run / client.STATE_NAME).read_text(encoding="utf-8"))["pid"]
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, KeyError):
+            pass
 
 
 @pytest.fixture

@@ -76,6 +76,10 @@ def _status(report: Any) -> None:
             ("config", report.config_path)]
     for label, value in rows:
         out.print(f"  {label:<10} {escape(str(value) if value else '-')}")
+    if report.server is not None:
+        from .serve import render_server
+
+        render_server(report.server)
 
 
 @reports

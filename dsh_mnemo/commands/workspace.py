@@ -76,7 +76,10 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
 def status(path: Path | None, settings: Settings, *, session_id: str | None = None,
            index: Index | None = None) -> Report:
     index = index or Index()
+    from ..server import state as server_state
+
     result = binding.status(path, settings, session_id=session_id, index=index)
+    result.server = server_state.read(index.base, timeout=1.0)
     report = Report("status", result)
     for notice in result.notices:
         report.warn(notice["message"])

@@ -59,6 +59,8 @@ class HookRun:
     emit: Callable[[str], None]
     notes: list[str] = field(default_factory=list)
     defer: Callable[[Callable[[], None]], None] | None = None
+    # Recall bookkeeping the prompt deferred (`store.recall(tracking=...)`).
+    tracking: list[Any] = field(default_factory=list)
 
     def log(self, message: str, level: str = "error") -> None:
         log.write(message, harness=self.harness, event=self.kind, level=level, base=self.base)
@@ -158,6 +160,8 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
     session_id = event.session_id
 
     def after() -> None:
+        if run.tracking:
+            _storage().record_recalls(run.tracking, run.base)
         if context_text:
             from ..harnesses.injections import record_injection
 
@@ -289,7 +293,8 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
     embed = embedder(run)
     memories = storage.recall(ctx, query[:MAX_QUERY_CHARS], top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
-                              temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed)
+                              temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed,
+                              tracking=run.tracking)
     from ..memory.standing import SOURCE as STANDING
 
     # Standing memories reach the model once a session, in their own block: the
@@ -395,8 +400,7 @@ def store_turns(run: HookRun, spool: Spool, turns: list[Turn]) -> int:
     targets: list[tuple[str, str]] = []
     for turn in turns:
         try:
-            target = store_one(run, turn.text, turn.reply, turn.cwd, turn.session_id,
-                               check_duplicate=turn.stale)
+            target = _store_retrying(run, turn)
         except BusyError as exc:
             run.log(f"database busy, turn kept for later: {exc}")
             failed.append(turn)
@@ -412,6 +416,28 @@ def store_turns(run: HookRun, spool: Spool, turns: list[Turn]) -> int:
     for bank, namespace in targets:
         count_turn(run, bank, namespace)
     return len(targets)
+
+
+# A write that meets another writer's snapshot fails at once (SQLite does not
+# wait there); a short wait and a fresh try almost always succeed.
+BUSY_RETRIES = (0.05, 0.2, 0.8)
+
+
+def _store_retrying(run: HookRun, turn: Turn) -> Target | None:
+    from ..errors import BusyError
+
+    for pause in (*BUSY_RETRIES, None):
+        try:
+            # After a failed try the row may be in: check before writing again.
+            return store_one(run, turn.text, turn.reply, turn.cwd, turn.session_id,
+                             check_duplicate=turn.stale or pause != BUSY_RETRIES[0])
+        except BusyError:
+            if pause is None:
+                raise
+            import time
+
+            time.sleep(pause)
+    return None
 
 
 def count_turn(run: HookRun, bank: str, namespace: str) -> None:

@@ -119,6 +119,15 @@ class SpoolState:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Is `pid` a running process?  A zombie is not: it died, and nobody reaped it yet
+    (a killed server or worker is an orphan whose reaper may take its time)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        pass  # no /proc here: ask the kernel
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

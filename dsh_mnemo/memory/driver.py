@@ -12,6 +12,7 @@ imported lazily and only after `config.apply_environment` has pointed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -129,11 +130,96 @@ def protect_pinned(target: Target, base: Path | None = None) -> int:
 
 
 def recall(target: Target, query: str, *, top_k: int, base: Path | None = None,
-           **kwargs: Any) -> list[dict[str, Any]]:
-    """Upstream's recall in `target`'s session (its rows plus scope-global rows)."""
+           tracking: list[Any] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+    """Upstream's recall in `target`'s session (its rows plus scope-global rows).
+
+    Upstream's recall ends by bumping `recall_count` of what it returned and
+    committing: a write, and an fsync, on the prompt's path, and a write lock
+    a resident server's stores would contend with.  Given a `tracking` list,
+    the recall only reads: the bump statements are kept in the list, and
+    `record_recalls` applies them later, off the prompt's path.
+    """
     memory = instance(target, base)
     with translate_sqlite_errors(target.db_path(base)):
-        return list(memory.recall(query, top_k=top_k, **kwargs))
+        if tracking is None:
+            return list(memory.recall(query, top_k=top_k, **kwargs))
+        beam = memory.beam
+        real = beam.conn
+        bumps: list[tuple[str, tuple[Any, ...]]] = []
+        beam.conn = _DeferredTracking(real, bumps)
+        try:
+            return list(memory.recall(query, top_k=top_k, **kwargs))
+        finally:
+            beam.conn = real
+            tracking.extend((target, sql, params) for sql, params in bumps)
+
+
+def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
+    """Apply the recall-count bumps `recall(tracking=...)` kept; how many statements ran.
+
+    Best effort: a count is not a memory, so a busy database drops them.
+    """
+    done = 0
+    for target, sql, params in tracking:
+        memory = instance(target, base)
+        try:
+            memory.beam.conn.execute(sql, params)
+            memory.beam.conn.commit()
+            done += 1
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                memory.beam.conn.rollback()
+    return done
+
+
+def _is_recall_bump(sql: str) -> bool:
+    text = " ".join(sql.split())
+    return text.startswith("UPDATE ") and "SET recall_count = recall_count + 1" in text
+
+
+class _DeferredCursor:
+    """A cursor whose recall-count bumps are kept, not run (reads pass through)."""
+
+    def __init__(self, cursor: sqlite3.Cursor, bumps: list[tuple[str, tuple[Any, ...]]]):
+        self._cursor = cursor
+        self._bumps = bumps
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if _is_recall_bump(sql):
+            self._bumps.append((sql, tuple(params)))
+            return self
+        self._cursor.execute(sql, params)
+        return self
+
+    def __iter__(self) -> Any:
+        return iter(self._cursor)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+class _DeferredTracking:
+    """Upstream's connection during a read-only recall (see `recall`)."""
+
+    def __init__(self, conn: sqlite3.Connection, bumps: list[tuple[str, tuple[Any, ...]]]):
+        self._conn = conn
+        self._bumps = bumps
+
+    def cursor(self, *args: Any, **kwargs: Any) -> _DeferredCursor:
+        return _DeferredCursor(self._conn.cursor(*args, **kwargs), self._bumps)
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if _is_recall_bump(sql):
+            self._bumps.append((sql, tuple(params)))
+            return self._conn.execute("SELECT 1 WHERE 0")
+        return self._conn.execute(sql, params)
+
+    def commit(self) -> None:
+        if self._conn.in_transaction:  # something else was written: never leave it open
+            self._conn.commit()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
 
 
 def sleep(target: Target, *, dry_run: bool, force: bool,

@@ -265,9 +265,13 @@ def fill(db_path: Path, namespace: str, embed: Embedder, *, limit: int | None = 
     return done
 
 
-def coverage(db_path: Path, namespace: str, model_id: str | None) -> tuple[int, int]:
-    """(memories with a vector of `model_id`, memories) of a namespace."""
-    conn = connect_readonly(db_path)
+def coverage(db_path: Path, namespace: str, model_id: str | None, *,
+             quiet: bool = False) -> tuple[int, int]:
+    """(memories with a vector of `model_id`, memories) of a namespace.
+
+    `quiet`: leave no file behind (doctor), as `banks.connect_readonly` says.
+    """
+    conn = connect_readonly(db_path, quiet=quiet)
     if conn is None:
         return 0, 0
     try:

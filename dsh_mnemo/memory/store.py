@@ -250,7 +250,7 @@ LEXICAL_TOP = 5
 
 def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: float = 0.0,
            temporal_halflife: float | None = None, base: Path | None = None,
-           embed: Any = None) -> list[Memory]:
+           embed: Any = None, tracking: list[Any] | None = None) -> list[Memory]:
     """The context's memories plus global ones matching `query`, best first.
 
     With an embedder the recall is hybrid: upstream's lexical candidates and
@@ -258,7 +258,9 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
     lexical top few), every id checked against its namespace.  Each result
     then carries `signals["cosine"]` and the prompt's score profile over the
     namespace (`best`, `mean`, `std`, `count`) for the prefetch gate.  An
-    embedder that fails mid-call falls back to lexical recall.
+    embedder that fails mid-call falls back to lexical recall.  With a
+    `tracking` list the recall only reads (`driver.recall`): apply what it
+    collects with `record_recalls` once the answer is out.
     """
     if not query or not query.strip():
         raise RefusedError("the query is empty")
@@ -274,19 +276,25 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
         if vector is not None:
             return _hybrid(ctx, query, vector, embed.model_id, top_k=top_k, base=base,
                            temporal_weight=temporal_weight,
-                           temporal_halflife=temporal_halflife)
+                           temporal_halflife=temporal_halflife, tracking=tracking)
     return _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
-                    temporal_halflife=temporal_halflife)
+                    temporal_halflife=temporal_halflife, tracking=tracking)
+
+
+def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
+    """Apply the recall bookkeeping a `recall(tracking=...)` deferred."""
+    return driver.record_recalls(tracking, base) if tracking else 0
 
 
 def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
-             temporal_weight: float, temporal_halflife: float | None) -> list[Memory]:
+             temporal_weight: float, temporal_halflife: float | None,
+             tracking: list[Any] | None = None) -> list[Memory]:
     own = read_target(ctx)
     # Upstream's full-text stage takes max(top_k*3, 50) candidates across all
     # sessions of a file; asking for more keeps a small namespace visible in a
     # shared file (the default bank) without costing much in a bank of its own.
     fetch = max(top_k, 20)
-    kwargs: dict[str, Any] = {"temporal_weight": temporal_weight}
+    kwargs: dict[str, Any] = {"temporal_weight": temporal_weight, "tracking": tracking}
     if temporal_halflife is not None:
         kwargs["temporal_halflife"] = temporal_halflife
     merged = _recall_one(own, query, fetch, base, want=top_k, **kwargs)
@@ -301,7 +309,7 @@ def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
 
 def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k: int,
             base: Path | None, temporal_weight: float,
-            temporal_halflife: float | None) -> list[Memory]:
+            temporal_halflife: float | None, tracking: list[Any] | None = None) -> list[Memory]:
     from . import semantic
 
     own = read_target(ctx)
@@ -309,7 +317,8 @@ def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k
     lexical: dict[str, tuple[int, Memory]] = {}
     for rank, memory in enumerate(_lexical(ctx, query, top_k=wanted, base=base,
                                            temporal_weight=temporal_weight,
-                                           temporal_halflife=temporal_halflife)):
+                                           temporal_halflife=temporal_halflife,
+                                           tracking=tracking)):
         lexical.setdefault(memory.id, (rank, memory))
     found: dict[str, Memory] = {}
     cosines: dict[str, float] = {}

@@ -11,13 +11,15 @@ and settings read to the resident server (`mnemo serve`) over the unix
 socket in `DATA_DIR/run/`, and prints the server's answer.
 
 It enforces the deadline itself, counted from the process's start: it
-waits for the server until `reserve` seconds before the deadline, and on
-any problem (no server, a refused or dropped connection, a server that is
-hung, or one that asks for it) it replaces itself with `MNEMO_BIN hook
-EVENT --harness HARNESS --start-server`, the in-process path, with the
-event it already read as stdin.  That process keeps this one's pid and
-start time, so the deadline still counts from the harness's call; it
-answers, and starts the server for the next call.
+waits for the server for the first half of the deadline, and on any problem
+(no server, a refused or dropped connection, a server that is hung, or one
+that asks for it) it replaces itself with `MNEMO_BIN hook EVENT --harness
+HARNESS --start-server`, the in-process path, with the event it already
+read as stdin.  That process keeps this one's pid and start time, so the
+deadline still counts from the harness's call; it answers, and starts the
+server for the next call.  A client that waited in vain leaves a `hung`
+mark: for the next half minute clients skip a server that is not answering
+(the server removes the mark as soon as it answers anything).
 
 This file is also imported by mnemo itself (the server, the hook runtime
 and the installer): the protocol and the run-directory layout are defined
@@ -43,8 +45,14 @@ FALLBACK = b"fallback\0"  # the server will not answer this call: use the in-pro
 
 DEFAULT_DEADLINE = 2.0
 MAX_STDIN_BYTES = 8 * 1024 * 1024
-# Left for the in-process path when the server does not answer in time.
-MAX_RESERVE = 0.8
+# The share of the deadline left for the in-process path when the server
+# does not answer in time.
+RESERVE = 0.5
+# A client that waited in vain leaves this file; for HUNG_SKIP_SECONDS after,
+# clients go straight to the in-process path (the whole deadline is theirs)
+# unless the server answered something meanwhile (it removes the file).
+HUNG_NAME = "hung"
+HUNG_SKIP_SECONDS = 30.0
 
 # The environment a hook's context resolution and settings read: mnemo's own
 # variables, upstream's, the harnesses' project/session variables, and what
@@ -59,6 +67,7 @@ ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "HERMES_HOME")
 # the upstream variables mnemo derives from it and the settings are set by
 # whichever side applied the settings first.
 ENV_IGNORED = ("MNEMO_BIN", "MNEMO_HOOK_WRAPPER_TIMEOUT", "MNEMO_HOOK_TEST_DELAY",
+               "MNEMO_SERVER_TEST_DELAY",
                "MNEMO_NO_SERVER", "MNEMO_DATA_DIR", "MNEMOSYNE_DATA_DIR", "HERMES_HOME",
                "MNEMOSYNE_LLM_ENABLED", "MNEMOSYNE_WRITE_CLASSIFIER",
                "MNEMOSYNE_NO_EMBEDDINGS")
@@ -98,32 +107,40 @@ def socket_address(folder: str) -> tuple[str, int | None]:
 
 
 def encode_request(fields: dict[str, str], environ: dict[str, str], body: bytes) -> bytes:
-    """PROTOCOL NUL (key NUL value NUL)* NUL body; env entries are `env` NUL `K=V` NUL."""
-    parts = [PROTOCOL]
+    """`PROTOCOL SIZE\n` HEADER BODY.
+
+    HEADER is SIZE bytes of NUL-separated key, value pairs (an environment
+    entry is the key `env` with the value `NAME=VALUE`); BODY is the event as
+    the harness sent it.
+    """
+    items: list[bytes] = []
     for key, value in fields.items():
-        parts += [key.encode(), os.fsencode(value)]
+        items += [key.encode(), os.fsencode(value)]
     for key, value in environ.items():
-        parts += [b"env", os.fsencode(key) + b"=" + os.fsencode(value)]
-    return b"\0".join(parts) + b"\0\0" + body
+        items += [b"env", os.fsencode(key) + b"=" + os.fsencode(value)]
+    header = b"\0".join(items)
+    return PROTOCOL + b" " + str(len(header)).encode() + b"\n" + header + body
 
 
 def decode_request(data: bytes) -> tuple[dict[str, str], dict[str, str], bytes]:
     """(fields, environment, body); raises ValueError on anything else."""
-    header, sep, body = data.partition(b"\0\0")
-    if not sep:
-        raise ValueError("truncated request")
-    items = header.split(b"\0")
-    if items[0] != PROTOCOL or len(items) % 2 != 1:
+    first, sep, rest = data.partition(b"\n")
+    name, _, size = first.partition(b" ")
+    if not sep or name != PROTOCOL or not size.isdigit() or int(size) > len(rest):
+        raise ValueError("not a mnemo hook request")
+    header, body = rest[:int(size)], rest[int(size):]
+    items = header.split(b"\0") if header else []
+    if len(items) % 2:
         raise ValueError("not a mnemo hook request")
     fields: dict[str, str] = {}
     environ: dict[str, str] = {}
-    for key, value in zip(items[1::2], items[2::2], strict=True):
-        name, text = key.decode("ascii", "replace"), os.fsdecode(value)
-        if name == "env":
+    for key, value in zip(items[0::2], items[1::2], strict=True):
+        label, text = key.decode("ascii", "replace"), os.fsdecode(value)
+        if label == "env":
             k, _, v = text.partition("=")
             environ[k] = v
         else:
-            fields[name] = text
+            fields[label] = text
     return fields, environ, body
 
 
@@ -285,6 +302,21 @@ def fall_back(mnemo_bin: str, event: str, harness: str, data_dir: str, body: byt
         return
 
 
+def _recently_hung(folder: str, now: float) -> bool:
+    try:
+        return now - os.stat(os.path.join(folder, HUNG_NAME)).st_mtime < HUNG_SKIP_SECONDS
+    except OSError:
+        return False
+
+
+def _mark_hung(folder: str) -> None:
+    try:
+        os.close(os.open(os.path.join(folder, HUNG_NAME), os.O_WRONLY | os.O_CREAT, 0o600))
+        os.utime(os.path.join(folder, HUNG_NAME))
+    except OSError:
+        pass
+
+
 def _neutral(event: str, harness: str) -> bytes:
     return b"{}\n" if harness == "codex" and event == "turn-end" else b""
 
@@ -299,7 +331,7 @@ def _write_out(data: bytes) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from time import monotonic
+    from time import monotonic, time
 
     started = monotonic() - _process_age()
     if len(argv) < 5:
@@ -307,21 +339,24 @@ def main(argv: list[str]) -> None:
     event, harness, mnemo_bin, data_dir = argv[1:5]
     folder = run_dir(data_dir)
     deadline = _deadline(folder)
-    reserve = min(MAX_RESERVE, deadline / 2)
-    until = started + deadline - reserve
+    until = started + deadline * (1 - RESERVE)
     body = _read_stdin(until, monotonic)
     answer = None
     try:
-        if len(body) <= MAX_STDIN_BYTES:
+        if len(body) <= MAX_STDIN_BYTES and not _recently_hung(folder, time()):
             try:
                 cwd = os.getcwd()
             except OSError:
                 cwd = ""
             request = encode_request(
+                # `until` (epoch seconds): past it this client has given up and
+                # answered through its fallback, so the server must not act on it.
                 {"event": event, "harness": harness, "cwd": cwd,
-                 "age": repr(monotonic() - started), "pid": str(os.getpid())},
+                 "until": repr(time() + until - monotonic()), "pid": str(os.getpid())},
                 forwarded(dict(os.environ)), body)
             answer = ask(folder, request, until, monotonic)
+            if answer is None and monotonic() >= until:
+                _mark_hung(folder)
     except Exception:  # noqa: BLE001 - whatever went wrong, the in-process path answers
         answer = None
     if answer is not None:

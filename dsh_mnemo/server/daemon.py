@@ -59,6 +59,7 @@ REQUEST_READ_SECONDS = 5.0
 DRAIN_SECONDS = 60.0  # what a stopping server gives its queued stores
 MAX_REQUEST_BYTES = client.MAX_STDIN_BYTES + 1024 * 1024
 ACCEPT_POLL_SECONDS = 0.5
+TEST_DELAY_ENV = "MNEMO_SERVER_TEST_DELAY"  # test-only, sent by the client like any MNEMO_*
 
 
 def code_stamp() -> tuple[Any, ...]:
@@ -146,6 +147,7 @@ class Server:
     def run(self) -> int:
         """Serve until idle, stopped or retired; returns the exit status."""
         self._listen()
+        self._clear_hung()
         self._write_state()
         housekeeper = threading.Thread(target=self._housekeeping, name="mnemo-housekeeping",
                                        daemon=True)
@@ -272,6 +274,7 @@ class Server:
                       level="warning", base=self.base)
             return
         fields, environ, body = client.decode_request(_read_request(conn))
+        self._clear_hung()  # whatever a client concluded, this server answers again
         event = fields.get("event", "")
         if event == "status":
             _send(conn, client.OK + json.dumps(self.status()).encode())
@@ -279,6 +282,17 @@ class Server:
         if event == "stop":
             _send(conn, client.OK)
             self.stop("stopped")
+            return
+        try:
+            until = float(fields.get("until", "inf"))
+        except ValueError:
+            until = float("inf")
+        if time.time() > until:
+            # The client gave up waiting (this server was stopped or swamped) and
+            # its fallback handled the event: doing it again could double a turn.
+            log.write(f"dropped a {event} its client gave up on "
+                      f"{time.time() - until:.1f}s ago", harness=fields.get("harness", "?"),
+                      event="serve", level="warning", base=self.base)
             return
         reason = self._mismatch(environ)
         if reason is not None:
@@ -291,6 +305,9 @@ class Server:
         if settings is None:
             _send(conn, client.FALLBACK)  # a broken config: the hook process says why
             return
+        delay = environ.get(TEST_DELAY_ENV)
+        if delay:
+            time.sleep(float(delay))  # tests: a server that is slow to answer, or dies meanwhile
         from ..hook.entry import Answer, handle_event, parse_argv
 
         kind, harness = parse_argv([event, "--harness", fields.get("harness", "generic")])
@@ -298,7 +315,17 @@ class Server:
         answer = Answer(deliver=lambda text: _send(conn, client.OK
                                                    + text.encode("utf-8", "replace")))
         handle_event(answer, kind, harness, body, settings, self.base, environ=environ,
-                     process_cwd=fields.get("cwd") or None, defer=self.enqueue)
+                     process_cwd=fields.get("cwd") or None, defer=self._after_answer)
+
+    def _after_answer(self, work: Callable[[], None]) -> None:
+        from ..faults import fault
+
+        fault("server-after-answer")  # tests: killed after answering, the work not yet queued
+        self.enqueue(work)
+
+    def _clear_hung(self) -> None:
+        with contextlib.suppress(FileNotFoundError, OSError):
+            os.unlink(self.folder / client.HUNG_NAME)
 
     def _mismatch(self, environ: dict[str, str]) -> str | None:
         if client.environment_key(environ) != self.env_key:

@@ -153,6 +153,8 @@ class StatusReport:
     # Notices nobody had seen (an index recovered by any command or hook);
     # `status` shows them once and marks them seen.
     notices: list[dict[str, Any]] = field(default_factory=list)
+    # The resident hook server's state (filled in by the status command).
+    server: Any = None
 
 
 def status(path: Path | None, settings: Settings, *, session_id: str | None = None,

@@ -117,6 +117,7 @@ CASES: tuple[Case, ...] = (
          cwd="repo", seed="legacy", before=(("migrate", "run", "--legacy-dsh", "--yes"),)),
     Case("backups-prune", ("backups", "prune", "--dry-run", "--json"),
          label="backups prune --dry-run (none)"),
+    Case("serve", ("serve", "--stop", "--json"), label="serve --stop (none running)"),
     Case("adopt", ("adopt", "{orphan}", "--json"), cwd="fresh"),
     Case("rebind", ("rebind", "--from", "{repo}", "--json"), cwd="fresh"),
 )

@@ -170,8 +170,9 @@ def test_trust_writes_only_mnemos_records_and_keeps_the_config(data_dir: Path) -
 def test_changed_and_disabled_entries(data_dir: Path) -> None:
     hooks, config = codex_files()
     core.install("codex", trust=True)
-    text = hooks.read_text().replace('"timeout": 10', '"timeout": 9', 1)
-    hooks.write_text(text)
+    document = json.loads(hooks.read_text())
+    document["hooks"]["UserPromptSubmit"][0]["hooks"][0]["timeout"] = 9
+    hooks.write_text(json.dumps(document, indent=2))
     states = {e["event"]: e["state"] for e in core.harness_status("codex").trust}
     assert states["UserPromptSubmit"] == "changed"
     key = f"{hooks}:stop:0:0"

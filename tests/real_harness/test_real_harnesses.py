@@ -205,9 +205,15 @@ def test_memory_reaches_the_model_and_the_turn_is_stored(
     assert len(left) == (1 if name == "qwen" else 0), (name, left)
 
 
+    # The hooks started the resident server; the next runs are answered by it.
+    server = mnemo_json("status", cwd=alpha)["server"]
+    assert server["running"] and server["responding"], (server, explain(model, data_dir))
+    served_before = server["requests"]
+
     # A second bound repository sees none of the first one's memory.
     model.clear()
     run_harness(setup, harness_bin, model, beta)
+    assert mnemo_json("status", cwd=beta)["server"]["requests"] > served_before
     assert model.model_requests(), "no request reached the fake model"
     assert not strings_with(model.model_requests(), FACT_DETAIL), \
         f"{name}: alpha's memory leaked into beta's run"
@@ -224,6 +230,33 @@ def test_memory_reaches_the_model_and_the_turn_is_stored(
     assert counts and all(count == 1 for count in counts), (name, counts)
     assert not strings_with(model.model_requests(), FACT_DETAIL)
     assert len(all_user_rows(data_dir)) == 2, all_user_rows(data_dir)
+
+
+STANDING = "Always answer the user in English, whatever language they write in."
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_standing_memory_reaches_the_model_once_per_session(
+        name: str, harness_bin: Path, model: FakeModel, workspaces: tuple[Path, Path, Path],
+        data_dir: Path) -> None:
+    setup = SETUPS[name]
+    home = Path(os.environ["HOME"])
+    alpha, beta, gamma = workspaces
+    mnemo("remember", "--standing", STANDING, cwd=alpha)
+    install(setup, home, model, [alpha, beta, gamma])
+    run_harness(setup, harness_bin, model, alpha, prompt="Quelle heure est-il ?")
+    requests = agent_requests(model)
+    assert requests, explain(model, data_dir)
+    # Each request carries the whole conversation: the rule is in it exactly once
+    # (the session start and the first prompt never both add it).
+    counts = [sum(s.count(STANDING) for s in r.strings()) for r in requests]
+    assert counts and all(c == 1 for c in counts), (name, counts, explain(model, data_dir))
+    # Never in the recalled block, and never stored as a turn.
+    assert not any(STANDING in row for row in bank_user_rows(alpha))
+    # Nor in another workspace's session.
+    model.clear()
+    run_harness(setup, harness_bin, model, beta)
+    assert not strings_with(model.model_requests(), STANDING)
 
 
 # ─── Qwen Code's tool continuation ─────────────────────────────────────────

@@ -1,0 +1,396 @@
+"""The resident server as harnesses meet it: started on demand, same answers, and
+every way it can fail (killed, hung, stale, raced, another user) still answered
+within the deadline with no turn lost or stored twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo.harnesses.registry import HARNESSES
+from dsh_mnemo.server import client
+from tests.server.conftest import Served, setup
+
+FACT = "We deploy with make release from the main branch, never by hand."
+PROMPT = "do we deploy with make release from the main branch?"
+
+
+def remember(served: Served, text: str = FACT) -> None:
+    from dsh_mnemo.memory import store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    ctx = resolve_memory_context(served.repo.path, None, setup())
+    store.remember(ctx, text)
+
+
+def start(served: Served) -> int:
+    """The first hook answers in process and starts the server; its pid."""
+    first = served.call("session-end", session="warm-up")
+    assert first.returncode == 0
+    return served.wait_server().pid
+
+
+def test_the_first_hook_starts_the_server_and_the_next_ones_get_the_same_answer(
+        served: Served) -> None:
+    remember(served)
+    cold = served.call("prompt", session="a", text=PROMPT, env={"MNEMO_NO_SERVER": "1"})
+    assert FACT in cold.stdout
+    served.settle()
+    assert not served.state().running  # MNEMO_NO_SERVER: no client, no server
+    first = served.call("prompt", session="b", text=PROMPT)
+    assert first.stdout == cold.stdout  # answered in process, server started behind it
+    pid = served.wait_server().pid
+    before = served.state().requests
+    warm = served.call("prompt", session="c", text=PROMPT)
+    assert warm.stdout == cold.stdout
+    after = served.state()
+    assert after.pid == pid and after.requests == before + 1
+    assert "started the resident server" in served.log()
+
+
+def test_socket_0600_in_a_0700_directory_and_state_files_private(served: Served) -> None:
+    start(served)
+    run = Path(client.run_dir(str(served.data)))
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700
+    sock = run / client.SOCKET_NAME
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    for name in (client.STATE_NAME, client.CONF_NAME, client.LOCK_NAME):
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o600, name
+
+
+def test_a_turn_end_is_acknowledged_then_stored_once(served: Served) -> None:
+    start(served)
+    served.call("prompt", session="t", text="How are releases tagged here?")
+    ended = served.call("turn-end", session="t", text="Releases are tagged vX.Y.Z by CI.")
+    assert ended.returncode == 0 and ended.stdout == ""
+    served.settle()
+    rows = served.contents()
+    assert rows.count("[USER] How are releases tagged here?") == 1
+    assert rows.count("[ASSISTANT] Releases are tagged vX.Y.Z by CI.") == 1
+
+
+def test_killed_after_acknowledging_a_turn_end_the_next_hook_stores_it_once(
+        served: Served) -> None:
+    fault = {"MNEMO_TEST_FAULT": "server-after-answer"}
+    served.call("session-end", session="warm-up", env=fault)
+    pid = served.wait_server().pid
+    served.call("prompt", session="k", text="Which port does the API listen on?", env=fault)
+    # That prompt's after-work killed the server; a new one starts behind the next hook.
+    _wait_gone(pid)
+    served.call("prompt", session="k2", text="Where do the docs live?")
+    second = served.wait_server().pid
+    assert second != pid
+    served.call("turn-end", session="k2", text="The docs live in docs/.")
+    served.settle()
+    rows = served.contents()
+    assert rows.count("[USER] Which port does the API listen on?") == 0  # still pending
+    # Now the prompt's session ends its turn: the pending turn (and the reply) are stored.
+    served.call("turn-end", session="k", text="Port 8080.")
+    served.settle()
+    rows = served.contents()
+    assert rows.count("[USER] Which port does the API listen on?") == 1
+    assert rows.count("[ASSISTANT] Port 8080.") == 1
+    assert rows.count("[USER] Where do the docs live?") == 1
+
+
+def test_a_server_killed_after_acknowledging_is_replayed_by_the_next_server(
+        served: Served) -> None:
+    served.call("prompt", session="r", text="What does the nightly job do?",
+                env={"MNEMO_NO_SERVER": "1"})
+    served.settle()
+    fault = {"MNEMO_TEST_FAULT": "server-after-answer"}
+    served.call("session-end", session="warm-up", env=fault)
+    pid = served.wait_server().pid
+    ended = served.call("turn-end", session="r", text="It rebuilds the search index.",
+                        env=fault)
+    assert ended.returncode == 0
+    _wait_gone(pid)
+    assert "[USER] What does the nightly job do?" not in served.contents()
+    # The session never speaks again: the next server's start-up stores its turn.
+    served.call("session-end", session="other")
+    served.wait_server()
+    served.settle()
+    rows = served.contents()
+    assert rows.count("[USER] What does the nightly job do?") == 1
+    assert rows.count("[ASSISTANT] It rebuilds the search index.") == 1
+    assert "replayed 1 turn(s)" in served.log()
+
+
+def test_killed_mid_request_the_hook_still_answers_within_its_deadline(
+        served: Served) -> None:
+    remember(served)
+    setup(hooks__deadline_seconds=6.0)
+    pid = start(served)
+    killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+    killer.start()
+    # The server sleeps before handling this one, and is killed meanwhile.
+    slow = served.call("prompt", session="m", text=PROMPT,
+                       env={"MNEMO_SERVER_TEST_DELAY": "1.0"})
+    killer.join()
+    assert FACT in slow.stdout  # the in-process path answered
+    assert slow.seconds < 6.0 + 0.5
+    served.call("turn-end", session="m", text="Yes, from main.")
+    served.settle()
+    rows = served.contents()
+    assert rows.count(f"[USER] {PROMPT}") == 1
+    assert rows.count("[ASSISTANT] Yes, from main.") == 1
+
+
+def test_a_hung_server_is_worked_around_within_the_deadline_and_nothing_is_doubled(
+        served: Served) -> None:
+    remember(served)
+    setup(hooks__deadline_seconds=5.0)
+    pid = start(served)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        prompt = served.call("prompt", session="h", text=PROMPT)
+        ended = served.call("turn-end", session="h", text="Yes: make release.")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert FACT in prompt.stdout
+    assert prompt.seconds < 5.0 + 0.5 and ended.seconds < 5.0 + 0.5
+    served.settle()
+    time.sleep(0.5)  # the resumed server handles the requests its clients gave up on
+    served.settle()
+    rows = served.contents()
+    assert rows.count(f"[USER] {PROMPT}") == 1
+    assert rows.count("[ASSISTANT] Yes: make release.") == 1
+
+
+def test_a_stale_socket_is_replaced_by_the_next_server(served: Served) -> None:
+    remember(served)
+    pid = start(served)
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)
+    sock = Path(client.run_dir(str(served.data))) / client.SOCKET_NAME
+    assert sock.exists()  # left behind by the killed server
+    answered = served.call("prompt", session="st", text=PROMPT)
+    assert FACT in answered.stdout
+    assert served.wait_server().pid != pid
+
+
+def test_racing_starts_leave_exactly_one_server(served: Served) -> None:
+    env = {**served.env}
+    starters = [subprocess.Popen([sys.executable, "-m", "dsh_mnemo", "serve", "--foreground",
+                                  "--on-demand"], env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL) for _ in range(4)]
+    try:
+        served.wait_server()
+        time.sleep(1.0)
+        alive = [p for p in starters if p.poll() is None]
+        assert len(alive) == 1
+        assert served.state().pid == alive[0].pid
+        assert all(p.returncode == 0 for p in starters if p not in alive)
+    finally:
+        for proc in starters:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
+def test_a_client_of_another_user_is_refused(served: Served, tmp_path: Path) -> None:
+    import shutil
+    import tempfile
+
+    from dsh_mnemo.server import state
+
+    # A data dir another user could walk to (the test's own tmp_path is 0700).
+    shared = Path(tempfile.mkdtemp(prefix="mnemo-uid-", dir="/tmp"))
+    os.chmod(shared, 0o711)
+    data = shared / "data"
+    env = {**served.env, "MNEMO_DATA_DIR": str(data)}
+    try:
+        server = subprocess.Popen([sys.executable, "-m", "dsh_mnemo", "serve", "--foreground"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert state.wait_running(data, timeout=30).responding
+        os.chmod(data, 0o711)
+        run = Path(client.run_dir(str(data)))
+        sock = run / client.SOCKET_NAME
+        request = client.encode_request({"event": "status", "harness": "generic", "cwd": ""},
+                                        {}, b"")
+        # First the fence: the run directory is 0700, another user cannot reach the socket.
+        assert _as_nobody(str(sock), request) == "denied"
+        # With the fence opened, the server itself refuses the peer's uid.
+        os.chmod(run, 0o711)
+        os.chmod(sock, 0o666)
+        assert _as_nobody(str(sock), request) == "no answer"
+        os.chmod(run, 0o700)
+        os.chmod(sock, 0o600)
+        log = (data / "logs" / "hook.log").read_text(encoding="utf-8")
+        assert "refused a client of uid 65534" in log
+        assert state.read(data).responding  # and goes on serving its own user
+    finally:
+        state.stop(data, timeout=10)
+        if server.poll() is None:
+            server.kill()
+        server.wait(10)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _as_nobody(path: str, request: bytes) -> str:
+    code = f"""
+import os, socket, sys
+os.setgid(65534); os.setuid(65534)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+try:
+    s.connect({path!r})
+except PermissionError:
+    print("denied"); sys.exit()
+data = b""
+try:
+    s.sendall({request!r}); s.shutdown(socket.SHUT_WR)
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+except OSError:  # the server hung up on us
+    pass
+print("answered" if data else "no answer")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+    return done.stdout.strip()
+
+
+def test_a_client_with_another_environment_makes_the_server_retire(served: Served) -> None:
+    remember(served)
+    pid = start(served)
+    changed = served.call("prompt", session="e", text=PROMPT,
+                          env={"MNEMOSYNE_WM_TTL_HOURS": "72"})
+    assert FACT in changed.stdout  # answered by the in-process path
+    _wait_gone(pid)
+    served.env["MNEMOSYNE_WM_TTL_HOURS"] = "72"
+    served.call("prompt", session="e2", text=PROMPT)
+    assert served.wait_server().pid != pid
+    assert "retiring: a client's environment differs" in served.log()
+
+
+def test_a_changed_config_is_reloaded_without_a_restart(served: Served) -> None:
+    remember(served)
+    pid = start(served)
+    setup(prefetch__enabled=False, hooks__deadline_seconds=7.0)
+    quiet = served.call("prompt", session="c", text=PROMPT)
+    assert quiet.stdout == ""
+    assert served.state().pid == pid
+    conf = Path(client.run_dir(str(served.data))) / client.CONF_NAME
+    assert conf.read_text() == "deadline_seconds=7.0\n"
+
+
+def test_an_idle_server_exits(served: Served) -> None:
+    setup(server__idle_seconds=1)
+    pid = start(served)
+    _wait_gone(pid, timeout=20)
+    run = Path(client.run_dir(str(served.data)))
+    assert not (run / client.SOCKET_NAME).exists()
+    assert not (run / client.STATE_NAME).exists()
+
+
+def test_a_disabled_server_is_never_started(served: Served) -> None:
+    remember(served)
+    setup(server__enabled=False)
+    answered = served.call("prompt", session="d", text=PROMPT)
+    assert FACT in answered.stdout
+    served.settle()
+    assert not served.state().running
+
+
+def test_eight_sessions_of_fifty_turns_each_stored_exactly_once(served: Served) -> None:
+    start(served)
+    sessions, turns = 8, 50
+
+    def converse(number: int) -> None:
+        for turn in range(turns):
+            session = f"conc-{number}"
+            served.call("prompt", session=session, text=f"question {number}-{turn} about the build")
+            served.call("turn-end", session=session, text=f"answer {number}-{turn}")
+
+    threads = [threading.Thread(target=converse, args=(n,)) for n in range(sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    served.settle(timeout=120)
+    rows = served.contents()
+    for number in range(sessions):
+        for turn in range(turns):
+            assert rows.count(f"[USER] question {number}-{turn} about the build") == 1
+            assert rows.count(f"[ASSISTANT] answer {number}-{turn}") == 1
+    assert len(rows) == sessions * turns * 2
+
+
+def test_the_client_forwards_every_variable_context_resolution_reads() -> None:
+    names = {name for spec in HARNESSES.values()
+             for name in (*spec.project_env, *spec.session_env)}
+    environ = {name: "x" for name in names} | {"MNEMO_CONFIG": "c", "HOME": "h",
+                                                "UNRELATED": "u", "OPENAI_API_KEY": "k"}
+    forwarded = client.forwarded(environ)
+    assert names <= set(forwarded)
+    assert "UNRELATED" not in forwarded and "OPENAI_API_KEY" not in forwarded
+
+
+def test_the_protocol_round_trips_odd_bytes() -> None:
+    body = b'{"prompt": "\xff\xfe not utf-8"}'
+    environ = {"CLAUDE_PROJECT_DIR": "/tmp/a b/ünï", "MNEMO_CONFIG": "/x=y"}
+    fields, env, raw = client.decode_request(client.encode_request(
+        {"event": "prompt", "harness": "claude-code", "cwd": "/tmp/ø"}, environ, body))
+    assert fields == {"event": "prompt", "harness": "claude-code", "cwd": "/tmp/ø"}
+    assert env == environ and raw == body
+    with pytest.raises(ValueError):
+        client.decode_request(b"GET / HTTP/1.1\r\n\r\n")
+
+
+def test_serve_stop_and_status_show_the_server(served: Served) -> None:
+    from typer.testing import CliRunner
+
+    from dsh_mnemo.cli import app
+
+    runner = CliRunner()
+    started = runner.invoke(app, ["serve", "--json"], env=served.env)
+    assert started.exit_code == 0, started.output
+    document = json.loads(started.stdout)
+    assert document["kind"] == "serve" and document["action"] == "started"
+    pid = document["server"]["pid"]
+    again = json.loads(runner.invoke(app, ["serve", "--json"]).stdout)
+    assert again["action"] == "running" and again["server"]["pid"] == pid
+    shown = json.loads(runner.invoke(app, ["status", "--json"]).stdout)
+    assert shown["server"]["running"] and shown["server"]["pid"] == pid
+    assert shown["server"]["version"]
+    stopped = json.loads(runner.invoke(app, ["serve", "--stop", "--json"]).stdout)
+    assert stopped["action"] == "stopped"
+    _wait_gone(pid)
+    assert not served.state().running
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def _wait_gone(pid: int, timeout: float = 15.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"process {pid} still runs after {timeout:g}s")
