@@ -169,6 +169,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "to run (default: the one that installed the hooks, else mnemo on PATH)."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "
      "mnemo (default 8; mnemo's own deadline, hooks.deadline_seconds, is shorter)."),
+    ("MNEMO_NO_SERVER", "Read by the hook wrapper: set (to anything) to bypass the resident "
+     "server and run mnemo hook in a process of its own (as server.enabled: false does)."),
 )
 
 # Values of parameters the app types as plain strings.

@@ -61,10 +61,12 @@ def _forget_test_turn(result: HookTest) -> None:
     spool = Spool(Path(result.data_dir), result.harness, result.session_id, result.cwd)
     if not spool.path.exists():
         return
-    with contextlib.suppress(Exception), spool.locked() as state:
-        state.turns = []
-        state.captured = 0
-        state.targets = []
-        state.recent = []
+    # The session id is this test's own (TEST_SESSION_PREFIX + a fresh uuid):
+    # nothing else shares the file, so it goes whole, under its lock.
+    from ..fsutil import file_lock
+
+    with contextlib.suppress(Exception), file_lock(spool.lock_path, timeout=2.0,
+                                                   what="hook spool lock"):
+        spool.path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         spool.lock_path.unlink()

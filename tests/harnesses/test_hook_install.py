@@ -124,7 +124,7 @@ def test_codex_gets_session_end_within_its_clamp(data_dir: Path) -> None:
     from dsh_mnemo.harnesses.codex import SESSION_END_MAX_TIMEOUT
 
     result = core.install("codex")
-    assert set(result.commands) == {"prompt", "turn-end", "session-end"}
+    assert set(result.commands) == {"session-start", "prompt", "turn-end", "session-end"}
     document = json.loads((home() / CONFIGS["codex"]).read_text())
     (entry,) = our_entries(document)["SessionEnd"]
     assert entry["command"].endswith(" session-end codex")
@@ -228,7 +228,8 @@ def test_status_reports_a_missing_mnemo(data_dir: Path) -> None:
     core.install("claude-code")
     status = core.harness_status("claude-code")
     assert status.installed and status.ok and status.mnemo_exists
-    assert status.events == {"prompt": True, "turn-end": True, "session-end": True}
+    assert status.events == {"session-start": True, "prompt": True, "turn-end": True,
+                             "session-end": True}
     wrapper = Path(status.wrapper_path or "")
     wrapper.write_text(wrapper.read_text().replace(
         f"installed_bin='{status.mnemo_path}'", "installed_bin='/nonexistent/mnemo'"))
@@ -247,7 +248,7 @@ def test_status_when_not_installed(data_dir: Path) -> None:
 def test_generic_writes_only_the_wrapper(data_dir: Path) -> None:
     result = core.install("generic")
     assert result.config_path is None and Path(result.wrapper_path or "").exists()
-    assert set(result.commands) == {"prompt", "turn-end", "session-end"}
+    assert set(result.commands) == {"session-start", "prompt", "turn-end", "session-end"}
     assert core.harness_status("generic").ok
 
 

@@ -147,7 +147,7 @@ def test_bind_decline_says_the_configured_decline_period(make_repo) -> None:
     configure(hint__decline_days=7)
     human = invoke("bind", str(make_repo("app")), "--decline")
     assert human.exit_code == 0, human.output
-    assert "for 7 days" in human.stdout and "30" not in human.stdout
+    assert "for 7 days" in human.stdout and "30 days" not in human.stdout
     configure(hint__decline_days=0)
     human = invoke("bind", str(make_repo("other")), "--decline")
     assert "still shows" in human.stdout
