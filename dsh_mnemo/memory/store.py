@@ -326,7 +326,9 @@ def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k
         # lexical hits of this bank need their vectors for the gate's comparisons
         missing = [i for i, (_, m) in lexical.items() if m.bank == target.bank
                    and i in profile.cosines and i not in vectors]
-        vectors.update(semantic.vectors_of(db_path, missing, model_id))
+        # (only whole vectors: the gate compares them with each other)
+        vectors.update({i: v for i, v in semantic.vectors_of(db_path, missing, model_id).items()
+                        if getattr(v, "ndim", 0) == 1})
     for memory_id, (_, memory) in lexical.items():
         found.setdefault(memory_id, memory)
     scores = list(cosines.values())
