@@ -221,6 +221,10 @@ def per_kind_table(title: str, results: list[br.PromptResult]) -> str:
         chosen = [r for r in results if r.prompt.kind == kind]
         if chosen:
             groups[kind] = chosen
+    projects = load_dataset_cached().projects
+    for language in sorted({p.language for p in projects.values()} - {"en"}):
+        groups[f"language {language}"] = [r for r in results
+                                          if projects[r.prompt.project].language == language]
     out = [f"\n### {title}\n", "| kind | prompts | precision | recall | silence | lines/prompt "
            "| history | stale | wrong | cross |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, chosen in groups.items():
