@@ -839,13 +839,28 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
     return parsed
 
 
-def grouped(results: list[PromptResult], runs: int, split: str) -> dict[str, dict[str, Any]]:
-    """Metrics overall, per kind and (for --split all) per split, pooled over runs;
-    with several runs, each group also gets the spread of its per-run figures."""
-    selectors: dict[str, Any] = {"all": lambda r: True}
+def grouped(results: list[PromptResult], runs: int, split: str,
+            languages: dict[str, str] | None = None, per_split: bool = False,
+            ) -> dict[str, dict[str, Any]]:
+    """Metrics overall, without the standing kind (delivered at session start by its own
+    feature), per kind, per prompt language other than English, and (for --split all)
+    per split, pooled over runs; with `per_split`, every kind per split too.  With
+    several runs, each group also gets the spread of its per-run figures."""
+    selectors: dict[str, Any] = {"all": lambda r: True,
+                                 "all but standing": lambda r: r.prompt.kind != "standing"}
     selectors.update({kind: (lambda r, k=kind: r.prompt.kind == k) for kind in KINDS})
+    for language in sorted(set((languages or {}).values()) - {"en"}):
+        selectors[f"language {language}"] = (
+            lambda r, lang=language: (languages or {}).get(r.prompt.project) == lang)
     if split == "all":
         selectors.update({f"split {s}": (lambda r, s=s: r.prompt.split == s) for s in SPLITS})
+        if per_split:
+            for s_ in SPLITS:
+                selectors[f"split {s_}, all but standing"] = (
+                    lambda r, s=s_: r.prompt.split == s and r.prompt.kind != "standing")
+                selectors.update({f"split {s_}, {kind}": (
+                    lambda r, s=s_, k=kind: r.prompt.split == s and r.prompt.kind == k)
+                    for kind in KINDS})
     groups: dict[str, dict[str, Any]] = {}
     for name, wanted in selectors.items():
         chosen = [r for r in results if wanted(r)]
@@ -910,7 +925,9 @@ def run_mode(name: str, args: argparse.Namespace, dataset: Dataset, prompts: lis
     return {"preset": preset, "config": {**BASE_CONFIG, **preset["config"], **parse_sets(args.set)},
             "session_start": session_start, "runs": args.repeat, "setup": setups,
             "prompt_seconds": round(seconds, 1),
-            "metrics": grouped(results, args.repeat, args.split), "results": results}
+            "metrics": grouped(results, args.repeat, args.split,
+                               {n: p.language for n, p in dataset.projects.items()},
+                               args.per_split), "results": results}
 
 
 def main() -> None:
@@ -931,6 +948,8 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true",
                         help="list every prompt with a noisy line or a missed memory")
     parser.add_argument("--keep", type=Path, help="build the sandboxes here and keep them")
+    parser.add_argument("--per-split", action="store_true",
+                        help="with --split all, also a table per kind and split")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each mode N times in fresh sandboxes; figures are pooled and "
                              "the spread of precision/recall/silence is shown")

@@ -222,7 +222,7 @@ def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, np
         if not _has_table(conn):
             return {}
         marks = ",".join("?" * len(wanted))
-        return {str(i): from_bytes(blob, int(d))[0] for i, blob, d in rows(
+        return {str(i): from_bytes(blob, int(d)) for i, blob, d in rows(
             conn, f"SELECT memory_id, vector, dim FROM {TABLE} WHERE model_id = ? "
                   f"AND memory_id IN ({marks})", (model_id, *wanted))}
     finally:

