@@ -37,6 +37,7 @@ import time
 from typing import IO, Any
 
 from ..harnesses.registry import EVENTS, NAMES, neutral_output
+from ..server.client import process_age, read_fd
 from . import log, speed
 from .speed import fast_yaml
 
@@ -123,24 +124,7 @@ def read_stdin(stream: Any, deadline_at: float | None = None) -> bytes:
     except (OSError, ValueError, AttributeError):
         fd = None
     if fd is not None and deadline_at is not None:
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_STDIN_BYTES:
-            remaining = deadline_at - time.monotonic()
-            try:
-                ready, _, _ = select.select([fd], [], [], max(0.0, remaining))
-                if not ready:
-                    break  # nothing more before the deadline: work with what came
-                chunk = os.read(fd, 1 << 20)
-            except InterruptedError:
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
+        return read_fd(fd, deadline_at, time.monotonic, MAX_STDIN_BYTES)
     source = getattr(stream, "buffer", stream)
     try:
         data = source.read(MAX_STDIN_BYTES + 1)
@@ -149,23 +133,6 @@ def read_stdin(stream: Any, deadline_at: float | None = None) -> bytes:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
     return data or b""
-
-
-def process_age() -> float:
-    """Seconds since this process started (0 where the system cannot say).
-
-    The deadline counts from process start, so the interpreter's own start-up
-    (tens of milliseconds, more on a loaded machine) is inside it.
-    """
-    try:
-        with open("/proc/self/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        started_ticks = int(fields[19])  # field 22 of stat(5), after the comm field
-        with open("/proc/uptime", "rb") as handle:
-            uptime = float(handle.read().split()[0])
-        return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any,

@@ -192,14 +192,16 @@ def spawn_server(data_dir: str, environ: dict[str, str], python: str | None = No
 
 # ─── The client process ────────────────────────────────────────────────────
 
-def _process_age() -> float:
-    """Seconds since this process started (the interpreter's start-up included)."""
+def process_age() -> float:
+    """Seconds since this process started (the interpreter's start-up included;
+    0 where the system cannot say).  A hook's deadline counts from here."""
     try:
         with open("/proc/self/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
+        started_ticks = int(fields[19])  # field 22 of stat(5), after the comm field
         with open("/proc/uptime", "rb") as handle:
             uptime = float(handle.read().split()[0])
-        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+        return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return 0.0
 
@@ -216,23 +218,20 @@ def _deadline(folder: str) -> float:
     return DEFAULT_DEADLINE
 
 
-def _read_stdin(until: float, clock: object) -> bytes:
+def read_fd(fd: int, until: float, clock: object, limit: int = MAX_STDIN_BYTES) -> bytes:
+    """What arrives on `fd` until EOF, `limit` (+1 chunk) bytes or the clock's `until`:
+    a harness that never closes the hook's stdin must not hold it up."""
     import select
 
     chunks: list[bytes] = []
     size = 0
-    try:
-        if os.isatty(0):
-            return b""
-    except OSError:
-        return b""
-    while size <= MAX_STDIN_BYTES:
+    while size <= limit:
         remaining = until - clock()  # type: ignore[operator]
         try:
-            ready, _, _ = select.select([0], [], [], max(0.0, remaining))
+            ready, _, _ = select.select([fd], [], [], max(0.0, remaining))
             if not ready:
-                break
-            chunk = os.read(0, 1 << 20)
+                break  # nothing more before the deadline: work with what came
+            chunk = os.read(fd, 1 << 20)
         except InterruptedError:
             continue
         except OSError:
@@ -242,6 +241,15 @@ def _read_stdin(until: float, clock: object) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
+
+
+def _read_stdin(until: float, clock: object) -> bytes:
+    try:
+        if os.isatty(0):
+            return b""
+    except OSError:
+        return b""
+    return read_fd(0, until, clock)
 
 
 def ask(folder: str, request: bytes, until: float, clock: object) -> bytes | None:
@@ -333,7 +341,7 @@ def _write_out(data: bytes) -> None:
 def main(argv: list[str]) -> None:
     from time import monotonic, time
 
-    started = monotonic() - _process_age()
+    started = monotonic() - process_age()
     if len(argv) < 5:
         os._exit(0)
     event, harness, mnemo_bin, data_dir = argv[1:5]
