@@ -145,6 +145,7 @@ SEM_GLOBAL = 0.010  # lift taken from a global memory (shared by every workspace
 SEM_LEXICAL = 0.0  # lift added for a hit in upstream's lexical top LEXICAL_TOP (measured: no gain)
 SEM_MAX = 3  # at most this many memories: one right memory beats five loose ones
 SEM_MIN = 0.855  # a namespace too small for a profile (< SEM_PROFILE_FROM): the cosine decides
+SEM_MIN_SHARED = 0.80  # ... or this much, for a memory that shares a word with the prompt
 SEM_PROFILE_FROM = 8  # memories a namespace needs before its mean means anything
 SEM_DUPLICATE = 0.93  # two memories this alike are one: the newer is kept
 SEM_SUPERSEDED = 0.85  # a newer memory this alike, worded as a change ("from now on", "moved from"),
@@ -231,10 +232,15 @@ def _newer(a: Any, b: Any) -> bool:
     return (a.timestamp or "") > (b.timestamp or "")
 
 
-def lift(memory: Any) -> float | None:
+def lift(memory: Any, prompt_terms: frozenset[str] | None = None) -> float | None:
     """How far the memory's cosine stands above the prompt's mean over the namespace,
-    plus its lexical evidence; None without a vector.  A namespace too small to have
-    a profile is judged by the absolute cosine (SEM_MIN counts as SEM_LIFT)."""
+    plus its lexical evidence; None without a vector.
+
+    A namespace too small to have a profile (a project's first few memories) is
+    judged by the absolute cosine: SEM_MIN, or SEM_MIN_SHARED for a memory that
+    shares a word with the prompt (`prompt_terms`), counts as SEM_LIFT.  ("How do
+    we deploy to production?" scores 0.83 against "We deploy with make release",
+    an unrelated question 0.73.)"""
     signals = memory.signals
     cosine = signals.get("cosine")
     if cosine is None:
@@ -244,7 +250,9 @@ def lift(memory: Any) -> float | None:
     if getattr(memory, "level", None) == "global":
         bonus -= SEM_GLOBAL
     if int(signals.get("count") or 0) < SEM_PROFILE_FROM:
-        return float(cosine) - SEM_MIN + SEM_LIFT + bonus
+        shared = bool(prompt_terms) and bool(terms(memory.content) & prompt_terms)
+        floor = SEM_MIN_SHARED if shared else SEM_MIN
+        return float(cosine) - floor + SEM_LIFT + bonus
     return float(cosine) - float(signals.get("mean") or 0.0) + bonus
 
 
@@ -295,7 +303,7 @@ def select_semantic(memories: Sequence[Any], top_k: int, prompt: str) -> list[An
         content = memory.content
         if content.startswith("[ASSISTANT]") or quality(memory) <= 0.0:
             continue
-        value = lift(memory)
+        value = lift(memory, prompt_terms)
         if value is None:
             continue  # no vector yet: similarity cannot vouch for it
         if content.startswith("[USER]") and not is_user_fact(content):
@@ -316,7 +324,7 @@ def select_semantic(memories: Sequence[Any], top_k: int, prompt: str) -> list[An
                 break
             newest = max(later, key=lambda o: o.timestamp or "")
         if newest is not memory:
-            value = max(value, lift(newest) or value)
+            value = max(value, lift(newest, prompt_terms) or value)
         key = id(newest)
         if key not in current or current[key][0] < value:
             current[key] = (value, newest)

@@ -190,3 +190,15 @@ def test_stored_vectors_come_back_whole(repo: Path, semantic) -> None:
     assert set(found) == set(ids) and len(ids) == 3
     for vector in found.values():
         assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-3
+
+
+def test_a_new_project_with_one_memory_gets_it_for_the_natural_question(repo: Path,
+                                                                         semantic) -> None:
+    """Too few memories for a profile: the cosine decides, lower with a shared word."""
+    semantic(DEPLOY)
+    assert "make release" in ask(repo, "How do we deploy to production?", session="a")
+    assert "make release" in ask(repo, "how do we deploy this project to production?",
+                                 session="b")
+    assert ask(repo, "what's the capital of France?", session="c") == ""
+    assert ask(repo, "center a div vertically and horizontally with flexbox",
+               session="d") == ""
