@@ -391,8 +391,14 @@ def suggest_standing(run: HookRun, ctx: MemoryContext, content: str) -> None:
                 level="info")
 
 
-def store_turns(run: HookRun, spool: Spool, turns: list[Turn]) -> int:
-    """Store claimed turns, each with its reply if it has one; returns turns stored."""
+def store_turns(run: HookRun, spool: Spool, turns: list[Turn], *, attempt: int = 0) -> int:
+    """Store claimed turns, each with its reply if it has one; returns turns stored.
+
+    A turn the database sent back (busy, or any error) stays in the spool for
+    the session's next hook.  In the resident server (`run.defer`) a session
+    may have no next hook (its conversation is over), so the server tries
+    again itself, later, with growing pauses (SERVER_RETRIES).
+    """
     from ..errors import BusyError
 
     stored: list[Turn] = []
@@ -415,7 +421,24 @@ def store_turns(run: HookRun, spool: Spool, turns: list[Turn]) -> int:
     spool.finish(stored, targets, failed)
     for bank, namespace in targets:
         count_turn(run, bank, namespace)
+    if failed and run.defer is not None and attempt < len(SERVER_RETRIES):
+        ids = {t.id for t in failed}
+        pause = SERVER_RETRIES[attempt]
+
+        def retry() -> None:
+            import time
+
+            time.sleep(pause)  # the housekeeping thread: no prompt waits for it
+            again = spool.take(ids)
+            if again:
+                store_turns(run, spool, again, attempt=attempt + 1)
+
+        run.defer(retry)
     return len(targets)
+
+
+# Pauses before the resident server tries a sent-back turn again (15 s in all).
+SERVER_RETRIES = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 # A write that meets another writer's snapshot fails at once (SQLite does not

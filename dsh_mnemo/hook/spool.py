@@ -261,6 +261,17 @@ class Spool:
         with self.locked() as state:
             return self._claim_open_turns(state)
 
+    def take(self, ids: set[str]) -> list[Turn]:
+        """Claim the open turns among `ids` (a retry of turns a busy database sent back)."""
+        with self.locked() as state:
+            now, pid = now_ms(), os.getpid()
+            taken = []
+            for turn in state.turns:
+                if turn.id in ids and turn.claim_pid is None:
+                    turn.claim_pid, turn.claim_at, turn.stale = pid, now, True
+                    taken.append(turn)
+            return taken
+
     def take_stale(self) -> list[Turn]:
         """Claim only the turns whose claimer died (a pending prompt waits for its turn end)."""
         with self.locked() as state:

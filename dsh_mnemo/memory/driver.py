@@ -86,6 +86,35 @@ def open_banks() -> int:
     return len({key[0] for key in list(_instances)})
 
 
+def end_open_transactions() -> list[str]:
+    """Roll back whatever transaction this thread's upstream connections left open.
+
+    A process that lives on (the resident server) keeps each thread's
+    connections between requests; a transaction left open on one of them
+    (an upstream path that writes without committing, an error between a
+    write and its commit) would hold the bank's write lock for good and every
+    later store would find the database busy.  Returns the banks whose
+    connection had one (the caller logs them).
+    """
+    ident = threading.get_ident()
+    ended: list[str] = []
+    for key, memory in list(_instances.items()):
+        if key[2] != ident:
+            continue
+        seen: set[int] = set()
+        for conn in (getattr(memory, "conn", None), getattr(getattr(memory, "beam", None),
+                                                              "conn", None)):
+            conn = getattr(conn, "_conn", conn)  # through a _DeferredTracking proxy
+            if not isinstance(conn, sqlite3.Connection) or id(conn) in seen:
+                continue
+            seen.add(id(conn))
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.rollback()
+                ended.append(Path(key[0]).parent.name)
+    return ended
+
+
 def reset_cache() -> None:
     """Forget cached upstream instances (tests switch data dirs between cases)."""
     _instances.clear()

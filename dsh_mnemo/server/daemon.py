@@ -314,8 +314,11 @@ class Server:
         self.requests += 1
         answer = Answer(deliver=lambda text: _send(conn, client.OK
                                                    + text.encode("utf-8", "replace")))
-        handle_event(answer, kind, harness, body, settings, self.base, environ=environ,
-                     process_cwd=fields.get("cwd") or None, defer=self._after_answer)
+        try:
+            handle_event(answer, kind, harness, body, settings, self.base, environ=environ,
+                         process_cwd=fields.get("cwd") or None, defer=self._after_answer)
+        finally:
+            self._end_transactions(f"{harness} {kind}")
 
     def _after_answer(self, work: Callable[[], None]) -> None:
         from ..faults import fault
@@ -377,8 +380,21 @@ class Server:
                 log.write(f"housekeeping: {log.describe(exc)}", harness="server",
                           event="serve", base=self.base)
             finally:
+                self._end_transactions("housekeeping")
                 self.last_activity = time.monotonic()
                 self.busy.leave()
+
+    def _end_transactions(self, what: str) -> None:
+        """No connection this thread keeps may hold a bank's write lock between jobs."""
+        from ..memory import driver
+
+        try:
+            ended = driver.end_open_transactions()
+        except Exception as exc:  # noqa: BLE001 - never fatal to the server
+            ended = [log.describe(exc)]
+        if ended:
+            log.write(f"{what} left a transaction open on {', '.join(ended)}: rolled back",
+                      harness="server", event="serve", level="warning", base=self.base)
 
     def _warm_up(self) -> None:
         """Load what the first prompt would otherwise wait for."""

@@ -394,3 +394,35 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> None:
             return
         time.sleep(0.05)
     pytest.fail(f"process {pid} still runs after {timeout:g}s")
+
+
+def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_frees(
+        served: Served) -> None:
+    """The conversation is over, so no later hook would store it: the server retries."""
+    import sqlite3
+
+    start(served)
+    served.call("prompt", session="lk", text="Where is the changelog?")
+    served.call("turn-end", session="lk", text="In docs/CHANGELOG.md.")
+    served.settle()
+    db = served.repo.db(served.data)
+    assert db.exists()
+    holder = sqlite3.connect(db, timeout=0, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the bank's write lock
+    released = threading.Event()
+
+    def release_later() -> None:
+        time.sleep(3.0)
+        holder.rollback()
+        released.set()
+
+    served.call("prompt", session="lk", text="Which license do we use?")
+    answered = served.call("turn-end", session="lk", text="Apache-2.0.")
+    assert answered.returncode == 0 and answered.seconds < 2.0  # acknowledged, not stored
+    threading.Thread(target=release_later, daemon=True).start()
+    assert released.wait(10)
+    served.settle(timeout=60)
+    rows = served.contents()
+    assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
+    assert rows.count("[ASSISTANT] Apache-2.0.") == 1
+    assert "stayed locked" in served.log()  # it met the lock, and did not give up
