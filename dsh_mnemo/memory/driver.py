@@ -1,28 +1,52 @@
 """The only module that drives the `mnemosyne` package.
 
 Everything that needs upstream's own code — its write path (with the write
-filter), its recall, its per-session sleep, its forget — calls in here, one
-cached `Mnemosyne` instance per (bank file, namespace).  Everything that
-only reads a bank uses `banks` instead, with plain SQLite.
+filter), its recall, its per-session sleep, its forget — calls in here.
+Everything that only reads a bank uses `banks` instead, with plain SQLite.
 
-`mnemosyne.core.memory` creates a database when it is imported, so it is
-imported lazily and only after `config.apply_environment` has pointed
-`MNEMOSYNE_DATA_DIR` at mnemo's data dir (docs/upstream.md).
+Every hook process pays for its first use of upstream, so this module keeps
+that cold path short (docs/upstream.md, "Import and configuration"):
+
+- **Import** (`_upstream`).  `mnemosyne.core.memory` initialises a database
+  when it is imported, so it is imported lazily, once, after
+  `config.apply_environment` has pointed `MNEMOSYNE_DATA_DIR` at mnemo's
+  data dir; that import-time init is skipped while the default bank's
+  schema is still the one a full init left (`_import_init_is_no_op`).
+  Upstream's optional `import mcp` is skipped and `ssl`/`urllib.request`
+  are loaded when first used instead of at import (`_quiet_import`).
+- **Schema** (`_open`).  Upstream's constructor runs its whole DDL (about
+  130 statements and a schema write) every time.  After one full run the
+  bank's schema fingerprint is stored in the bank; an open that finds the
+  schema still matching constructs upstream's objects with the DDL skipped.
+- **Durability** (`_tune`).  Upstream's connections are in WAL mode; the
+  driver sets `synchronous=NORMAL` on them, so a commit (every recall writes
+  one) does not wait for an fsync.
+- **Threads.**  SQLite connections belong to the thread that opened them:
+  instances are cached per (bank file, namespace, thread), at most
+  `MAX_BANKS_PER_THREAD` per thread, the least recently used closed first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import importlib
 import json
 import logging
 import os
 import sqlite3
+import sys
 import threading
+import types
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from .banks import count, translate_sqlite_errors
+from .banks import connect_readonly, count, translate_sqlite_errors
 from .targets import Target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,7 +58,20 @@ if TYPE_CHECKING:  # pragma: no cover
 # A NullHandler keeps them quiet unless the application configures logging.
 logging.getLogger("mnemosyne").addHandler(logging.NullHandler())
 
-_instances: dict[tuple[str, str, int], Mnemosyne] = {}
+#: Upstream instances kept open per thread; the least recently used is closed first.
+MAX_BANKS_PER_THREAD = 16
+#: `1` runs upstream's full DDL on every open, as before the fingerprint
+#: (for benchmarks, and a way out should a fast open ever misbehave).
+FULL_DDL_ENV = "MNEMO_DRIVER_FULL_DDL"
+
+_META_TABLE = "mnemo_meta"
+# The schema upstream's constructor left (`_open`), and the one its
+# import-time `init_db` left in the default bank (`_import_upstream`); the
+# first is a superset of the second, so either vouches for the import.
+_FINGERPRINT_KEY = "upstream_schema"
+_IMPORT_FINGERPRINT_KEY = "upstream_init_db"
+# Part of every fingerprint: bump it whenever what a fingerprint vouches for changes.
+_FINGERPRINT_FORMAT = "1"
 
 
 def _ensure_environment() -> None:
@@ -43,22 +80,511 @@ def _ensure_environment() -> None:
         paths.prepare_mnemosyne_environment()
 
 
-def instance(target: Target, base: Path | None = None) -> Mnemosyne:
-    """Upstream's memory object for `target` (created once per process)."""
-    db_path = target.db_path(base)
-    # One per thread: a connection belongs to the thread that opened it.
-    key = (str(db_path), target.namespace, threading.get_ident())
-    memory = _instances.get(key)
-    if memory is None:
-        _ensure_environment()
-        with translate_sqlite_errors(db_path):
-            from mnemosyne.core.memory import Mnemosyne
+# ─── Importing upstream ───────────────────────────────────────────────────
 
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-            memory = Mnemosyne(session_id=target.namespace, db_path=db_path)
-        disarm_trim(memory)
-        _instances[key] = memory
+
+class _Upstream:
+    """Upstream's modules, imported once per process (`_upstream`)."""
+
+    def __init__(self, memory: types.ModuleType, beam: types.ModuleType,
+                 fast_open: bool) -> None:
+        self.memory = memory
+        self.beam = beam
+        # True when every DDL entry point of the constructor is gated (`_gate`):
+        # without that, skipping the DDL could skip only part of it.
+        self.fast_open = fast_open
+
+
+_imported: _Upstream | None = None
+_import_lock = threading.RLock()
+
+
+def _upstream() -> _Upstream:
+    """Import upstream (once, cheaply) and gate its DDL."""
+    global _imported
+    found = _imported
+    if found is None:
+        with _import_lock:
+            if _imported is None:
+                _ensure_environment()
+                _imported = _import_upstream()
+            found = _imported
+    return found
+
+
+def _import_upstream() -> _Upstream:
+    if "mnemosyne.core.memory" in sys.modules:
+        # Imported by someone else, its import-time init already run: gate the rest.
+        import mnemosyne.core.beam as beam
+        import mnemosyne.core.memory as memory
+
+        gated = _gate_constructor_ddl(beam)
+        return _Upstream(memory, beam, _gate(memory, "init_db") and gated)
+    default_bank = Path(os.environ["MNEMOSYNE_DATA_DIR"]) / paths.DEFAULT_DB_FILE
+    with _quiet_import():
+        import mnemosyne.core.beam as beam
+
+        # Before `memory` binds beam's `init_beam`, so its import-time init is gated too.
+        gated = _gate_constructor_ddl(beam)
+        skip = gated and _import_init_is_no_op(default_bank, beam)
+        _ddl.skip, _ddl.failed = skip, False
+        try:
+            import mnemosyne.core.memory as memory
+        finally:
+            _ddl.skip = False
+    up = _Upstream(memory, beam, _gate(memory, "init_db") and gated)
+    conn = getattr(memory._thread_local, "conn", None)
+    if (gated and not skip and not _ddl.failed and conn is not None
+            and getattr(memory._thread_local, "db_path", None) == str(default_bank)):
+        _record_fingerprint(conn, beam, _IMPORT_FINGERPRINT_KEY)
+    _drop_thread_connections(up, close=True)  # the import-time init's connections
+    return up
+
+
+def _import_init_is_no_op(default_bank: Path, beam: types.ModuleType) -> bool:
+    """Would the `init_db()` that importing `mnemosyne.core.memory` runs change nothing?
+
+    The import initialises upstream's default path,
+    `$MNEMOSYNE_DATA_DIR/mnemosyne.db`, which is mnemo's default bank, and
+    its full DDL rewrites a trigger every time: a schema write and an fsync
+    on every cold start, in a bank a prompt in a bound workspace never reads.
+    When the bank's schema still matches a fingerprint a full init (at
+    import, or a full open) stored, beam's part of that init is skipped;
+    what runs then is five `CREATE … IF NOT EXISTS` of legacy tables that
+    exist — reads, no write.  A missing bank, or one whose schema changed,
+    gets the whole init as before (which stores the fingerprint).  Reading
+    the fingerprint costs one read-only connection that creates nothing
+    (`banks.connect_readonly`); keeping the file without the check would
+    still run the whole DDL.
+    """
+    try:
+        conn = connect_readonly(default_bank, quiet=True)
+    except sqlite3.Error:
+        return False
+    if conn is None:
+        return False
+    try:
+        return _fingerprint(conn, beam) in _stored_fingerprints(conn).values()
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+# Loaded on first use rather than at import: upstream's embeddings module
+# imports them at its top for its remote-embedding client, a path mnemo never
+# takes (it sets MNEMOSYNE_NO_EMBEDDINGS and embeds on its own); together
+# with what they pull in (http.client, email) they were most of the import.
+_DEFERRED_STDLIB = ("ssl", "urllib.error", "urllib.request")
+_deferred_lock = threading.Lock()
+
+
+class _Deferred(types.ModuleType):
+    """Stands in for a standard-library module until an attribute of it is used.
+
+    Any attribute the stand-in does not define itself is the real module's:
+    the first such lookup imports the real module through the ordinary import
+    system (so `sys.modules` then holds the real one) and every lookup after
+    that forwards to it.  Code holding the stand-in therefore behaves exactly
+    as with the real module, only later.  Stand-ins are in `sys.modules` only
+    while upstream is being imported (`_quiet_import`): nothing imported
+    afterwards ever receives one.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mnemo_real_module(), name)
+
+    def _mnemo_real_module(self) -> types.ModuleType:
+        real = self.__dict__.get("_mnemo_module")
+        if real is None:
+            with _deferred_lock:
+                real = self.__dict__.get("_mnemo_module")
+                if real is None:
+                    if sys.modules.get(self.__name__) is self:
+                        del sys.modules[self.__name__]
+                    real = importlib.import_module(self.__name__)
+                    self.__dict__["_mnemo_module"] = real
+        return real
+
+
+@contextlib.contextmanager
+def _quiet_import() -> Iterator[None]:
+    """Import upstream without what it imports but mnemo never uses.
+
+    - `mnemosyne/__init__.py` tries `import mcp` only to list
+      `run_mcp_server` among its lazy exports, which mnemo never calls; with
+      the MCP SDK installed (mnemo's own server needs it) that import costs
+      more than all of upstream.  `sys.modules["mcp"] = None` makes it raise
+      the ImportError upstream already handles; the entry is removed
+      afterwards, so a later `import mcp` (mnemo's MCP server) is unaffected.
+      When the SDK is already imported nothing changes.
+    - `ssl`, `urllib.error` and `urllib.request` get `_Deferred` stand-ins
+      for the duration of the import (when not imported yet).
+    """
+    blocked = "mcp" not in sys.modules
+    if blocked:
+        sys.modules["mcp"] = None  # type: ignore[assignment]
+    import urllib
+
+    stand_ins: list[_Deferred] = []
+    for name in _DEFERRED_STDLIB:
+        if name in sys.modules:
+            continue
+        stand_in = _Deferred(name)
+        sys.modules[name] = stand_in
+        if name.startswith("urllib."):
+            # `import urllib.request` finds the module in sys.modules and does
+            # not set the package attribute that `urllib.request.Request` reads.
+            setattr(urllib, name.partition(".")[2], stand_in)
+        stand_ins.append(stand_in)
+    try:
+        yield
+    finally:
+        if blocked and "mcp" in sys.modules and sys.modules["mcp"] is None:
+            del sys.modules["mcp"]
+        for stand_in in stand_ins:
+            if sys.modules.get(stand_in.__name__) is stand_in:
+                del sys.modules[stand_in.__name__]
+
+
+# ─── Skipping upstream's DDL ──────────────────────────────────────────────
+
+
+class _DdlState(threading.local):
+    """Per thread: skip upstream's DDL now; did a DDL step fail during this open."""
+
+    skip = False
+    failed = False
+
+
+_ddl = _DdlState()
+
+
+def _gate(owner: Any, name: str) -> bool:
+    """Wrap `owner.name` (a DDL step of upstream) so that `_ddl.skip` skips it.
+
+    The gate is per thread: another thread running the same step meanwhile
+    (upstream builds stores outside constructors too) still runs it.  A step
+    that raises marks the open failed, even when upstream's caller swallows
+    the error, so no fingerprint vouches for a schema it may have left short.
+    False when the step is not there (a later release moved it).
+    """
+    original = getattr(owner, name, None)
+    if not callable(original):
+        return False
+    if getattr(original, "__mnemo_gated__", None) is not None:
+        return True
+
+    @functools.wraps(original)
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        if _ddl.skip:
+            return None
+        try:
+            return original(*args, **kwargs)
+        except BaseException:
+            _ddl.failed = True
+            raise
+
+    gated.__mnemo_gated__ = original  # type: ignore[attr-defined]
+    setattr(owner, name, gated)
+    return True
+
+
+def _gate_constructor_ddl(beam: types.ModuleType) -> bool:
+    """Gate every DDL step `Mnemosyne(...)` runs besides `memory.init_db`.
+
+    Found by tracing a construction (3.15.1): `init_db` (the legacy tables,
+    then `init_beam`), `BeamMemory.__init__` → `init_beam`, `init_triples`,
+    `init_annotations` (in the E6 check), then the stores sharing beam's
+    connection: `AnnotationStore`, `CanonicalStore`, `EpisodicGraph` and
+    `VeracityConsolidator`, each running its own `CREATE … IF NOT EXISTS`.
+    All are looked up at call time, so replacing the module or class
+    attribute reaches them.  Everything else the constructor does stays:
+    its connections and pragmas, the config singleton, and the E6 check for
+    legacy triples still to migrate (three cheap reads, data not schema).
+    """
+    try:
+        from mnemosyne.core import annotations, canonical, triples
+    except ImportError:
+        return False
+    steps: list[tuple[Any, str]] = [
+        (beam, "init_beam"), (triples, "init_triples"),
+        (annotations, "init_annotations"), (annotations, "_init_annotations_with_conn"),
+        (canonical, "_init_canonical_with_conn")]
+    for cls_name in ("EpisodicGraph", "VeracityConsolidator"):
+        cls = getattr(beam, cls_name, None)
+        if cls is not None:  # None: upstream failed to import it and never builds one
+            steps.append((cls, "_init_tables"))
+    ok = all([_gate(owner, name) for owner, name in steps])
+    if getattr(beam, "_SQLITE_VEC_AVAILABLE", False):
+        # `_after_fast_open` repeats init_beam's vector backfill with these.
+        ok = ok and all(callable(getattr(beam, f, None)) for f in (
+            "_existing_vec_dim", "_backfill_vec_working_from_memory_embeddings"))
+    return ok
+
+
+# ─── Opening a bank ───────────────────────────────────────────────────────
+
+
+def _open(db_path: Path, namespace: str) -> Mnemosyne:
+    """A new upstream instance for (`db_path`, `namespace`) on this thread.
+
+    Upstream's constructor takes its two connections (`memory.conn`,
+    `beam.conn`) from per-thread caches in its modules; they are opened here
+    first, through upstream's own functions, so that they are tuned and the
+    schema is read before the constructor runs.  Then:
+
+    - the stored fingerprint equals the live schema's (`_fingerprint`): the
+      constructor runs with every DDL step gated off, so it builds its
+      objects and runs no DDL at all;
+    - otherwise (a new bank, a schema someone changed, another upstream
+      release, sqlite-vec appearing, `MNEMO_DRIVER_FULL_DDL=1`): the full
+      DDL runs, and when no step of it failed the resulting schema's
+      fingerprint is stored for the next open.
+
+    Upstream's per-thread caches are emptied before and after, so they never
+    hold a connection an instance owns: closing an evicted instance cannot
+    break another one, and each instance closes exactly its own.
+    """
+    up = _upstream()
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    _drop_thread_connections(up)
+    opened: list[sqlite3.Connection] = []
+    try:
+        conn = up.memory._get_connection(db_path)
+        opened.append(conn)
+        opened.append(up.beam._get_connection(db_path))
+        for each in opened:
+            _tune(each)
+        fast = (up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
+                and _stored_fingerprints(conn).get(_FINGERPRINT_KEY) == _fingerprint(conn, up.beam))
+        _ddl.skip, _ddl.failed = fast, False
+        try:
+            memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
+        finally:
+            _ddl.skip = False
+        if fast:
+            _after_fast_open(up, memory)
+        elif not _ddl.failed:
+            _record_fingerprint(memory.conn, up.beam, _FINGERPRINT_KEY)
+    except BaseException:
+        for each in opened:
+            with contextlib.suppress(Exception):
+                each.close()
+        raise
+    finally:
+        _drop_thread_connections(up)
     return memory
+
+
+def _tune(conn: sqlite3.Connection) -> None:
+    """`synchronous=NORMAL` on a WAL connection: commits stop waiting for fsync.
+
+    In WAL mode NORMAL syncs only at checkpoints; a committed transaction
+    survives any crash of the application (the WAL is in the file), and only
+    an operating-system crash or power loss can roll back the last commits,
+    never corrupt the database.  A connection that is not in WAL mode (a
+    file system without shared memory) keeps upstream's FULL.
+    """
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    if str(mode).lower() == "wal":
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def _after_fast_open(up: _Upstream, memory: Mnemosyne) -> None:
+    """What upstream's init does besides DDL, kept when the DDL is skipped.
+
+    `init_beam` ends by mirroring fallback embeddings (`memory_embeddings`)
+    into the sqlite-vec index, on every open and only when sqlite-vec is
+    loaded: data written by a process without the extension must still
+    reach the vector index.  Same guard as upstream's (no mirroring into a
+    vector table of another dimension); a no-op without sqlite-vec.
+    """
+    beam = up.beam
+    if not getattr(beam, "_SQLITE_VEC_AVAILABLE", False):
+        return
+    conn = memory.beam.conn
+    with contextlib.suppress(Exception):  # upstream logs and goes on, too
+        if beam._existing_vec_dim(conn) in (None, beam.EMBEDDING_DIM):
+            beam._backfill_vec_working_from_memory_embeddings(conn)
+
+
+def _fingerprint(conn: sqlite3.Connection, beam: types.ModuleType) -> str:
+    """Hash of the bank's schema and of everything else upstream's DDL depends on.
+
+    The schema is every `sqlite_master` row (tables, indexes, triggers,
+    virtual tables, with their SQL) but mnemo's own table, plus
+    `PRAGMA user_version`.  The rest: the upstream release, the SQLite
+    library, and the vector settings `init_beam` branches on (sqlite-vec
+    present, embedding dimension, vector type).  Equal fingerprints mean
+    upstream's DDL, run now, would find everything it creates already there.
+    """
+    context = (_FINGERPRINT_FORMAT, _upstream_version(), sqlite3.sqlite_version,
+               getattr(beam, "_SQLITE_VEC_AVAILABLE", None), getattr(beam, "EMBEDDING_DIM", None),
+               getattr(beam, "VEC_TYPE", None), conn.execute("PRAGMA user_version").fetchone()[0])
+    digest = hashlib.sha256(repr(context).encode())
+    for row in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                            "WHERE tbl_name <> ? ORDER BY type, name", (_META_TABLE,)):
+        digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
+
+
+def _upstream_version() -> str:
+    return str(getattr(sys.modules.get("mnemosyne"), "__version__", "unknown"))
+
+
+def _stored_fingerprints(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        rows = conn.execute(f"SELECT key, value FROM {_META_TABLE}").fetchall()
+    except sqlite3.Error:
+        return {}  # no table yet (a new bank, or one no mnemo opened)
+    return {str(key): str(value) for key, value in rows}
+
+
+def _record_fingerprint(conn: sqlite3.Connection, beam: types.ModuleType, key: str) -> None:
+    """Store, under `key`, the fingerprint of the schema upstream's full DDL just left.
+
+    It lives in the bank itself, in a table of mnemo's (`mnemo_meta`, a row
+    per key) rather than in a file beside it: it is written in the same
+    transaction-safe file as the schema it describes, it travels with the
+    bank through copies, backups, restores and migrations, and no stray or
+    stale file can outlive a bank.  A copy never misleads: every open
+    compares against the live schema, so a fingerprint that no longer fits
+    only costs one full DDL run.  Written under BEGIN IMMEDIATE, so the
+    schema hashed is the schema committed with it; when the bank is busy or
+    read-only nothing is stored and the next open runs the DDL again.
+    """
+    if conn.in_transaction:
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        value = _fingerprint(conn, beam)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {_META_TABLE} "
+                     "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute(f"INSERT OR REPLACE INTO {_META_TABLE} (key, value) VALUES (?, ?)",
+                     (key, value))
+        conn.commit()
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):
+            conn.rollback()
+
+
+def _drop_thread_connections(up: _Upstream, *, close: bool = False) -> None:
+    """Empty upstream's per-thread connection caches (this thread's), closing them if asked."""
+    for local in (up.memory._thread_local, up.beam._thread_local):
+        conn = getattr(local, "conn", None)
+        local.conn = None
+        local.db_path = None
+        if close and conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _close(memory: Mnemosyne) -> None:
+    """Close the connections an instance owns (its stores share beam's)."""
+    beam = getattr(memory, "beam", None)
+    for closable in (getattr(beam, "_query_cache", None), getattr(beam, "conn", None),
+                     getattr(memory, "conn", None)):
+        if closable is not None:
+            with contextlib.suppress(Exception):
+                closable.close()
+
+
+# ─── The per-thread cache ─────────────────────────────────────────────────
+
+
+class _Banks:
+    """One thread's open upstream instances, least recently used first."""
+
+    __slots__ = ("entries", "__weakref__")
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[str, str], Mnemosyne] = OrderedDict()
+
+
+class _Local(threading.local):
+    banks: _Banks | None = None
+
+
+_local = _Local()
+# Every thread's cache, for open_banks and close_all; a cache (and its
+# connections, see `_thread_banks`) goes when its thread does.
+_every_thread: weakref.WeakSet[_Banks] = weakref.WeakSet()
+_cache_lock = threading.Lock()
+
+
+def _close_each(entries: OrderedDict[tuple[str, str], Mnemosyne]) -> None:
+    for memory in list(entries.values()):
+        _close(memory)
+    entries.clear()
+
+
+def _thread_banks() -> _Banks:
+    banks = _local.banks
+    if banks is None:
+        banks = _local.banks = _Banks()
+        # A finished thread's connections are closed with its cache (not at exit).
+        weakref.finalize(banks, _close_each, banks.entries).atexit = False
+        with _cache_lock:
+            _every_thread.add(banks)
+    return banks
+
+
+def instance(target: Target, base: Path | None = None) -> Mnemosyne:
+    """Upstream's memory object for `target` on this thread (created once, then cached)."""
+    db_path = target.db_path(base)
+    key = (str(db_path), target.namespace)
+    banks = _thread_banks()
+    with _cache_lock:
+        memory = banks.entries.get(key)
+        if memory is not None:
+            banks.entries.move_to_end(key)
+    if memory is not None:
+        return memory
+    _ensure_environment()
+    with translate_sqlite_errors(db_path):
+        memory = _open(db_path, target.namespace)
+    disarm_trim(memory)
+    with _cache_lock:
+        banks.entries[key] = memory
+        evicted = [banks.entries.popitem(last=False)[1]
+                   for _ in range(len(banks.entries) - MAX_BANKS_PER_THREAD)]
+    for old in evicted:
+        _close(old)
+    return memory
+
+
+def open_banks() -> int:
+    """Distinct bank files with an upstream instance open in this process (any thread)."""
+    with _cache_lock:
+        return len({key[0] for banks in _every_thread for key in banks.entries})
+
+
+def open_instances() -> int:
+    """Upstream instances open in this process: one per (bank file, namespace, thread)."""
+    with _cache_lock:
+        return sum(len(banks.entries) for banks in _every_thread)
+
+
+def close_all() -> int:
+    """Close every cached instance of every thread; how many were closed.
+
+    For shutdown and tests: another thread still using an instance it got
+    before would find its connections closed.  Instances opened afterwards
+    are new.
+    """
+    with _cache_lock:
+        doomed = [memory for banks in list(_every_thread) for memory in banks.entries.values()]
+        for banks in list(_every_thread):
+            banks.entries.clear()
+    for memory in doomed:
+        _close(memory)
+    return len(doomed)
+
+
+def reset_cache() -> None:
+    """Close and forget every cached instance (tests switch data dirs between cases)."""
+    close_all()
 
 
 def disarm_trim(memory: Mnemosyne) -> None:
@@ -81,24 +607,22 @@ def disarm_trim(memory: Mnemosyne) -> None:
     beam._trim_working_memory = lambda: None
 
 
-def open_banks() -> int:
-    """Distinct bank files with an upstream instance open in this process."""
-    return len({key[0] for key in list(_instances)})
-
-
-def reset_cache() -> None:
-    """Forget cached upstream instances (tests switch data dirs between cases)."""
-    _instances.clear()
-
-
 def init_bank(db_path: Path) -> None:
-    """Create Mnemosyne's full schema in `db_path` (idempotent)."""
+    """Create Mnemosyne's base schema in `db_path` (idempotent).
+
+    Upstream's `init_db`: the tables its constructor adds (gists,
+    annotations, …) come with the first open of the bank, whose full DDL is
+    also what records a fingerprint; this partial schema never gets one.
+    """
     _ensure_environment()
     with translate_sqlite_errors(db_path):
-        from mnemosyne.core.memory import init_db
-
+        up = _upstream()
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        init_db(db_path)
+        _drop_thread_connections(up)
+        try:
+            up.memory.init_db(db_path)
+        finally:
+            _drop_thread_connections(up, close=True)
 
 
 def remember(target: Target, text: str, *, source: str, importance: float,
