@@ -8,19 +8,22 @@ Every hook process pays for its first use of upstream, so this module keeps
 that cold path short (docs/upstream.md, "Import and configuration"):
 
 - **Import** (`_upstream`).  `mnemosyne.core.memory` initialises a database
-  when it is imported, so it is imported lazily, once, after
-  `config.apply_environment` has pointed `MNEMOSYNE_DATA_DIR` at mnemo's
-  data dir; that import-time init is skipped while the default bank's
-  schema is still the one a full init left (`_import_init_is_no_op`).
-  Upstream's optional `import mcp` is skipped and `ssl`/`urllib.request`
-  are loaded when first used instead of at import (`_quiet_import`).
+  on its default path (mnemo's default bank) when it is imported, so it is
+  imported lazily, once, after `config.apply_environment` has pointed
+  `MNEMOSYNE_DATA_DIR` at mnemo's data dir, and that import-time init runs
+  on a private in-memory database instead (`_throwaway_databases`): the
+  import creates and writes no file.  Upstream's optional `import mcp` is
+  skipped and `ssl`/`urllib.request` are loaded when first used instead of
+  at import (`quiet_upstream_import`).
 - **Schema** (`_open`).  Upstream's constructor runs its whole DDL (about
-  130 statements and a schema write) every time.  After one full run the
-  bank's schema fingerprint is stored in the bank; an open that finds the
-  schema still matching constructs upstream's objects with the DDL skipped.
+  130 statements and a schema write) every time.  After a full run that
+  left every object a new bank gets (`_pristine`), the bank's schema
+  fingerprint is stored in the bank; an open that finds the schema, the
+  upstream code and the vector settings still matching constructs
+  upstream's objects with the DDL skipped.
 - **Durability** (`_tune`).  Upstream's connections are in WAL mode; the
-  driver sets `synchronous=NORMAL` on them, so a commit (every recall writes
-  one) does not wait for an fsync.
+  driver sets `synchronous=NORMAL` on them, so a commit does not wait for
+  an fsync.
 - **Threads.**  SQLite connections belong to the thread that opened them:
   instances are cached per (bank file, namespace, thread), at most
   `MAX_BANKS_PER_THREAD` per thread, the least recently used closed first.
@@ -31,12 +34,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib
 import json
 import logging
 import os
 import sqlite3
 import sys
+import tempfile
 import threading
 import types
 import weakref
@@ -46,8 +49,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from .banks import connect_readonly, count, translate_sqlite_errors
+from .banks import count, translate_sqlite_errors
 from .targets import Target
+from .upstream_import import quiet_upstream_import
 
 if TYPE_CHECKING:  # pragma: no cover
     from mnemosyne.core.memory import Mnemosyne
@@ -65,13 +69,17 @@ MAX_BANKS_PER_THREAD = 16
 FULL_DDL_ENV = "MNEMO_DRIVER_FULL_DDL"
 
 _META_TABLE = "mnemo_meta"
-# The schema upstream's constructor left (`_open`), and the one its
-# import-time `init_db` left in the default bank (`_import_upstream`); the
-# first is a superset of the second, so either vouches for the import.
 _FINGERPRINT_KEY = "upstream_schema"
-_IMPORT_FINGERPRINT_KEY = "upstream_init_db"
 # Part of every fingerprint: bump it whenever what a fingerprint vouches for changes.
-_FINGERPRINT_FORMAT = "1"
+_FINGERPRINT_FORMAT = "2"
+# The modules holding the DDL `Mnemosyne(...)` runs (`_gate_constructor_ddl`):
+# their source is part of the fingerprint, so any change to upstream's code
+# (a release, a patched or development install with the same version) runs
+# the full DDL once again.
+_DDL_MODULES = ("memory", "beam", "triples", "annotations", "canonical", "episodic_graph",
+                "veracity_consolidation")
+# How long recording a fingerprint waits for a busy bank (it is best effort).
+_RECORD_BUSY_MS = 250
 
 
 def _ensure_environment() -> None:
@@ -90,9 +98,27 @@ class _Upstream:
                  fast_open: bool) -> None:
         self.memory = memory
         self.beam = beam
-        # True when every DDL entry point of the constructor is gated (`_gate`):
-        # without that, skipping the DDL could skip only part of it.
+        # True when every DDL entry point of the constructor is gated (`_gate`)
+        # and upstream's code could be hashed: without that, skipping the DDL
+        # could skip only part of it, or vouch for code it never saw.
         self.fast_open = fast_open
+        self._code: str | None = None
+
+    def code_digest(self) -> str | None:
+        """Hash of the source of upstream's DDL modules; None if one cannot be read."""
+        if self._code is None:
+            digest = hashlib.sha256()
+            for name in _DDL_MODULES:
+                module = sys.modules.get(f"mnemosyne.core.{name}")
+                origin = getattr(module, "__file__", None)
+                if not origin:
+                    return None
+                try:
+                    digest.update(name.encode() + b"\0" + Path(origin).read_bytes() + b"\0")
+                except OSError:
+                    return None
+            self._code = digest.hexdigest()
+        return self._code
 
 
 _imported: _Upstream | None = None
@@ -119,132 +145,62 @@ def _import_upstream() -> _Upstream:
         import mnemosyne.core.memory as memory
 
         gated = _gate_constructor_ddl(beam)
-        return _Upstream(memory, beam, _gate(memory, "init_db") and gated)
-    default_bank = Path(os.environ["MNEMOSYNE_DATA_DIR"]) / paths.DEFAULT_DB_FILE
-    with _quiet_import():
+        up = _Upstream(memory, beam, _gate(memory, "init_db") and gated)
+        return up if up.code_digest() is not None else _Upstream(memory, beam, False)
+    with quiet_upstream_import():
         import mnemosyne.core.beam as beam
 
         # Before `memory` binds beam's `init_beam`, so its import-time init is gated too.
         gated = _gate_constructor_ddl(beam)
-        skip = gated and _import_init_is_no_op(default_bank, beam)
-        _ddl.skip, _ddl.failed = skip, False
         try:
-            import mnemosyne.core.memory as memory
+            with _throwaway_databases():
+                # The import-time init_db(): on a private in-memory database,
+                # where its beam part is not even worth running.
+                _ddl.skip, _ddl.failed = gated, False
+                try:
+                    import mnemosyne.core.memory as memory
+                finally:
+                    _ddl.skip = False
         finally:
-            _ddl.skip = False
+            # Never leave the throwaway connections in upstream's per-thread
+            # caches: `_get_connection()` of the default path would return them.
+            for module in (beam, sys.modules.get("mnemosyne.core.memory")):
+                _drop_module_connection(module, close=True)
     up = _Upstream(memory, beam, _gate(memory, "init_db") and gated)
-    conn = getattr(memory._thread_local, "conn", None)
-    if (gated and not skip and not _ddl.failed and conn is not None
-            and getattr(memory._thread_local, "db_path", None) == str(default_bank)):
-        _record_fingerprint(conn, beam, _IMPORT_FINGERPRINT_KEY)
-    _drop_thread_connections(up, close=True)  # the import-time init's connections
-    return up
-
-
-def _import_init_is_no_op(default_bank: Path, beam: types.ModuleType) -> bool:
-    """Would the `init_db()` that importing `mnemosyne.core.memory` runs change nothing?
-
-    The import initialises upstream's default path,
-    `$MNEMOSYNE_DATA_DIR/mnemosyne.db`, which is mnemo's default bank, and
-    its full DDL rewrites a trigger every time: a schema write and an fsync
-    on every cold start, in a bank a prompt in a bound workspace never reads.
-    When the bank's schema still matches a fingerprint a full init (at
-    import, or a full open) stored, beam's part of that init is skipped;
-    what runs then is five `CREATE … IF NOT EXISTS` of legacy tables that
-    exist — reads, no write.  A missing bank, or one whose schema changed,
-    gets the whole init as before (which stores the fingerprint).  Reading
-    the fingerprint costs one read-only connection that creates nothing
-    (`banks.connect_readonly`); keeping the file without the check would
-    still run the whole DDL.
-    """
-    try:
-        conn = connect_readonly(default_bank, quiet=True)
-    except sqlite3.Error:
-        return False
-    if conn is None:
-        return False
-    try:
-        return _fingerprint(conn, beam) in _stored_fingerprints(conn).values()
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-
-
-# Loaded on first use rather than at import: upstream's embeddings module
-# imports them at its top for its remote-embedding client, a path mnemo never
-# takes (it sets MNEMOSYNE_NO_EMBEDDINGS and embeds on its own); together
-# with what they pull in (http.client, email) they were most of the import.
-_DEFERRED_STDLIB = ("ssl", "urllib.error", "urllib.request")
-_deferred_lock = threading.Lock()
-
-
-class _Deferred(types.ModuleType):
-    """Stands in for a standard-library module until an attribute of it is used.
-
-    Any attribute the stand-in does not define itself is the real module's:
-    the first such lookup imports the real module through the ordinary import
-    system (so `sys.modules` then holds the real one) and every lookup after
-    that forwards to it.  Code holding the stand-in therefore behaves exactly
-    as with the real module, only later.  Stand-ins are in `sys.modules` only
-    while upstream is being imported (`_quiet_import`): nothing imported
-    afterwards ever receives one.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._mnemo_real_module(), name)
-
-    def _mnemo_real_module(self) -> types.ModuleType:
-        real = self.__dict__.get("_mnemo_module")
-        if real is None:
-            with _deferred_lock:
-                real = self.__dict__.get("_mnemo_module")
-                if real is None:
-                    if sys.modules.get(self.__name__) is self:
-                        del sys.modules[self.__name__]
-                    real = importlib.import_module(self.__name__)
-                    self.__dict__["_mnemo_module"] = real
-        return real
+    return up if up.code_digest() is not None else _Upstream(memory, beam, False)
 
 
 @contextlib.contextmanager
-def _quiet_import() -> Iterator[None]:
-    """Import upstream without what it imports but mnemo never uses.
+def _throwaway_databases() -> Iterator[list[str]]:
+    """On this thread, `sqlite3.connect` opens a private in-memory database instead.
 
-    - `mnemosyne/__init__.py` tries `import mcp` only to list
-      `run_mcp_server` among its lazy exports, which mnemo never calls; with
-      the MCP SDK installed (mnemo's own server needs it) that import costs
-      more than all of upstream.  `sys.modules["mcp"] = None` makes it raise
-      the ImportError upstream already handles; the entry is removed
-      afterwards, so a later `import mcp` (mnemo's MCP server) is unaffected.
-      When the SDK is already imported nothing changes.
-    - `ssl`, `urllib.error` and `urllib.request` get `_Deferred` stand-ins
-      for the duration of the import (when not imported yet).
+    For the import of `mnemosyne.core.memory` only: its module-level
+    `init_db()` would create (or rewrite the schema of) the default bank,
+    `$MNEMOSYNE_DATA_DIR/mnemosyne.db`, with an fsync, in every process,
+    though mnemo only ever uses upstream through instances on explicit bank
+    files, whose constructor initialises them itself.  Other threads'
+    connections are untouched; the wrapper is removed afterwards (unless
+    someone replaced `sqlite3.connect` meanwhile, who then owns it).  Yields
+    the databases that were redirected.
     """
-    blocked = "mcp" not in sys.modules
-    if blocked:
-        sys.modules["mcp"] = None  # type: ignore[assignment]
-    import urllib
+    real = sqlite3.connect
+    me = threading.get_ident()
+    redirected: list[str] = []
 
-    stand_ins: list[_Deferred] = []
-    for name in _DEFERRED_STDLIB:
-        if name in sys.modules:
-            continue
-        stand_in = _Deferred(name)
-        sys.modules[name] = stand_in
-        if name.startswith("urllib."):
-            # `import urllib.request` finds the module in sys.modules and does
-            # not set the package attribute that `urllib.request.Request` reads.
-            setattr(urllib, name.partition(".")[2], stand_in)
-        stand_ins.append(stand_in)
+    @functools.wraps(real)
+    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        if threading.get_ident() != me:
+            return real(database, *args, **kwargs)
+        redirected.append(str(database))
+        kwargs.pop("uri", None)
+        return real(":memory:", *args, **kwargs)
+
+    sqlite3.connect = connect
     try:
-        yield
+        yield redirected
     finally:
-        if blocked and "mcp" in sys.modules and sys.modules["mcp"] is None:
-            del sys.modules["mcp"]
-        for stand_in in stand_ins:
-            if sys.modules.get(stand_in.__name__) is stand_in:
-                del sys.modules[stand_in.__name__]
+        if sqlite3.connect is connect:
+            sqlite3.connect = real
 
 
 # ─── Skipping upstream's DDL ──────────────────────────────────────────────
@@ -334,13 +290,14 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
     first, through upstream's own functions, so that they are tuned and the
     schema is read before the constructor runs.  Then:
 
-    - the stored fingerprint equals the live schema's (`_fingerprint`): the
+    - the stored fingerprint equals the live one (`_fingerprint`): the
       constructor runs with every DDL step gated off, so it builds its
       objects and runs no DDL at all;
-    - otherwise (a new bank, a schema someone changed, another upstream
-      release, sqlite-vec appearing, `MNEMO_DRIVER_FULL_DDL=1`): the full
-      DDL runs, and when no step of it failed the resulting schema's
-      fingerprint is stored for the next open.
+    - otherwise (a new bank, a schema someone changed or a damaged one,
+      other upstream code, sqlite-vec appearing, `MNEMO_DRIVER_FULL_DDL=1`):
+      the full DDL runs, as upstream always does, and when no step of it
+      failed and the bank now has every object a new bank gets, the
+      fingerprint is stored for the next open (`_record_fingerprint`).
 
     Upstream's per-thread caches are emptied before and after, so they never
     hold a connection an instance owns: closing an evicted instance cannot
@@ -353,11 +310,14 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
     try:
         conn = up.memory._get_connection(db_path)
         opened.append(conn)
-        opened.append(up.beam._get_connection(db_path))
+        beam_conn = up.beam._get_connection(db_path)
+        opened.append(beam_conn)
         for each in opened:
             _tune(each)
-        fast = (up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
-                and _stored_fingerprints(conn).get(_FINGERPRINT_KEY) == _fingerprint(conn, up.beam))
+        vec_loaded = bool(getattr(beam_conn, "_mnemosyne_vec_loaded", False))
+        # Forced full DDL: exactly upstream's open, nothing checked or recorded.
+        usable = up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
+        fast = usable and _fingerprint_matches(conn, up, vec_loaded)
         _ddl.skip, _ddl.failed = fast, False
         try:
             memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
@@ -365,8 +325,9 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
             _ddl.skip = False
         if fast:
             _after_fast_open(up, memory)
-        elif not _ddl.failed:
-            _record_fingerprint(memory.conn, up.beam, _FINGERPRINT_KEY)
+        elif usable and not _ddl.failed:
+            _drop_thread_connections(up)  # the instance owns them now
+            _record_fingerprint(memory.conn, up, vec_loaded)
     except BaseException:
         for each in opened:
             with contextlib.suppress(Exception):
@@ -409,24 +370,40 @@ def _after_fast_open(up: _Upstream, memory: Mnemosyne) -> None:
             beam._backfill_vec_working_from_memory_embeddings(conn)
 
 
-def _fingerprint(conn: sqlite3.Connection, beam: types.ModuleType) -> str:
+def _fingerprint(conn: sqlite3.Connection, up: _Upstream, vec_loaded: bool) -> str:
     """Hash of the bank's schema and of everything else upstream's DDL depends on.
 
     The schema is every `sqlite_master` row (tables, indexes, triggers,
     virtual tables, with their SQL) but mnemo's own table, plus
-    `PRAGMA user_version`.  The rest: the upstream release, the SQLite
-    library, and the vector settings `init_beam` branches on (sqlite-vec
-    present, embedding dimension, vector type).  Equal fingerprints mean
-    upstream's DDL, run now, would find everything it creates already there.
+    `PRAGMA user_version`.  The rest: the upstream release and the source of
+    its DDL modules, the SQLite library, and the vector settings `init_beam`
+    branches on (sqlite-vec importable and loaded on this connection,
+    embedding dimension, vector type).  Equal fingerprints mean upstream's
+    DDL, run now, would meet the very schema it met when the fingerprint was
+    stored, which it then left complete.
     """
-    context = (_FINGERPRINT_FORMAT, _upstream_version(), sqlite3.sqlite_version,
-               getattr(beam, "_SQLITE_VEC_AVAILABLE", None), getattr(beam, "EMBEDDING_DIM", None),
-               getattr(beam, "VEC_TYPE", None), conn.execute("PRAGMA user_version").fetchone()[0])
+    beam = up.beam
+    context = (_FINGERPRINT_FORMAT, _upstream_version(), up.code_digest(), sqlite3.sqlite_version,
+               getattr(beam, "_SQLITE_VEC_AVAILABLE", None), vec_loaded,
+               getattr(beam, "EMBEDDING_DIM", None), getattr(beam, "VEC_TYPE", None),
+               conn.execute("PRAGMA user_version").fetchone()[0])
     digest = hashlib.sha256(repr(context).encode())
     for row in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
                             "WHERE tbl_name <> ? ORDER BY type, name", (_META_TABLE,)):
         digest.update(repr(tuple(row)).encode())
     return digest.hexdigest()
+
+
+def _fingerprint_matches(conn: sqlite3.Connection, up: _Upstream, vec_loaded: bool) -> bool:
+    """Does the bank's stored fingerprint equal its live one? (one read transaction)"""
+    if conn.in_transaction:
+        return False
+    conn.execute("BEGIN")
+    try:
+        stored = _stored_fingerprints(conn).get(_FINGERPRINT_KEY)
+        return stored is not None and stored == _fingerprint(conn, up, vec_loaded)
+    finally:
+        conn.rollback()
 
 
 def _upstream_version() -> str:
@@ -441,8 +418,15 @@ def _stored_fingerprints(conn: sqlite3.Connection) -> dict[str, str]:
     return {str(key): str(value) for key, value in rows}
 
 
-def _record_fingerprint(conn: sqlite3.Connection, beam: types.ModuleType, key: str) -> None:
-    """Store, under `key`, the fingerprint of the schema upstream's full DDL just left.
+def _record_fingerprint(conn: sqlite3.Connection, up: _Upstream, vec_loaded: bool) -> bool:
+    """Store the fingerprint of the schema upstream's full DDL just left; whether it was.
+
+    Only for a schema that has everything upstream's DDL gives a new bank
+    (`_pristine`, `_complete`): upstream swallows some of its own DDL errors
+    (an `ALTER TABLE … ADD COLUMN` or a vector table that fails, a locked
+    bank), and a fingerprint of a schema such an error left short would skip
+    the DDL that repairs it on every later open.  Such a bank keeps getting
+    the full DDL, as before, until one run completes it.
 
     It lives in the bank itself, in a table of mnemo's (`mnemo_meta`, a row
     per key) rather than in a file beside it: it is written in the same
@@ -451,33 +435,140 @@ def _record_fingerprint(conn: sqlite3.Connection, beam: types.ModuleType, key: s
     stale file can outlive a bank.  A copy never misleads: every open
     compares against the live schema, so a fingerprint that no longer fits
     only costs one full DDL run.  Written under BEGIN IMMEDIATE, so the
-    schema hashed is the schema committed with it; when the bank is busy or
-    read-only nothing is stored and the next open runs the DDL again.
+    schema checked and hashed is the schema committed with it; when the
+    bank is busy or read-only nothing is stored and the next open runs the
+    DDL again.
     """
     if conn.in_transaction:
-        return
+        return False
+    reference = _pristine(up, vec_loaded)
+    if reference is None:
+        return False
+    busy = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute(f"PRAGMA busy_timeout={_RECORD_BUSY_MS}")
     try:
         conn.execute("BEGIN IMMEDIATE")
-        value = _fingerprint(conn, beam)
+        if not _complete(_schema(conn), reference):
+            conn.rollback()
+            return False
+        value = _fingerprint(conn, up, vec_loaded)
         conn.execute(f"CREATE TABLE IF NOT EXISTS {_META_TABLE} "
                      "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         conn.execute(f"INSERT OR REPLACE INTO {_META_TABLE} (key, value) VALUES (?, ?)",
-                     (key, value))
+                     (_FINGERPRINT_KEY, value))
         conn.commit()
+        return True
     except sqlite3.Error:
         with contextlib.suppress(sqlite3.Error):
             conn.rollback()
+        return False
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute(f"PRAGMA busy_timeout={int(busy)}")
+
+
+# ─── What a complete schema is ────────────────────────────────────────────
+
+# (type, name) → (columns, foreign keys) of every schema object; columns and
+# foreign keys only for ordinary tables.
+_Schema = dict[tuple[str, str], tuple[frozenset[str], frozenset[tuple[Any, ...]]]]
+_pristine_schemas: dict[tuple[Any, ...], _Schema | None] = {}
+_pristine_lock = threading.Lock()
+
+
+def _schema(conn: sqlite3.Connection) -> _Schema:
+    found: _Schema = {}
+    for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' "
+            "ESCAPE '\\' AND tbl_name <> ?", (_META_TABLE,)).fetchall():
+        columns: frozenset[str] = frozenset()
+        keys: frozenset[tuple[Any, ...]] = frozenset()
+        if kind == "table" and not str(sql or "").upper().startswith("CREATE VIRTUAL"):
+            quoted = '"' + str(name).replace('"', '""') + '"'
+            columns = frozenset(str(r[1]) for r in conn.execute(f"PRAGMA table_info({quoted})"))
+            keys = frozenset((r[2], r[3], r[4])
+                             for r in conn.execute(f"PRAGMA foreign_key_list({quoted})"))
+        found[(str(kind), str(name))] = (columns, keys)
+    return found
+
+
+def _complete(schema: _Schema, reference: _Schema) -> bool:
+    """Has `schema` every object of `reference`, each table every column, no other key?
+
+    Extra objects and columns (an older release's, mnemo's) are fine; a
+    foreign key the reference lacks is not (upstream rebuilds
+    `memory_embeddings` without its old one, and may fail to).
+    """
+    for key, (columns, keys) in reference.items():
+        found = schema.get(key)
+        if found is None or not columns <= found[0] or not found[1] <= keys:
+            return False
+    return True
+
+
+def _pristine(up: _Upstream, vec_loaded: bool) -> _Schema | None:
+    """The schema upstream's full DDL gives a new bank, built once per process.
+
+    Built by a real construction in a scratch directory (in memory when
+    `/dev/shm` is there, its connections without fsync), with the same code
+    and vector settings as the bank's; None when that fails or cannot load
+    sqlite-vec as the bank did (nothing is recorded then).  Only an open
+    that ran the full DDL pays for it, once per process.
+    """
+    key = (up.code_digest(), vec_loaded, getattr(up.beam, "EMBEDDING_DIM", None),
+           getattr(up.beam, "VEC_TYPE", None))
+    with _pristine_lock:
+        if key not in _pristine_schemas:
+            _pristine_schemas[key] = _build_pristine(up, vec_loaded)
+        return _pristine_schemas[key]
+
+
+def _build_pristine(up: _Upstream, vec_loaded: bool) -> _Schema | None:
+    saved = (_ddl.skip, _ddl.failed)
+    _drop_thread_connections(up)
+    try:
+        shm = Path("/dev/shm")
+        where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+        with tempfile.TemporaryDirectory(prefix="mnemo-schema-", dir=where) as scratch:
+            db = Path(scratch) / paths.DEFAULT_DB_FILE
+            memory = None
+            try:
+                conns = [up.memory._get_connection(db), up.beam._get_connection(db)]
+                for each in conns:
+                    each.execute("PRAGMA synchronous=OFF")
+                if bool(getattr(conns[1], "_mnemosyne_vec_loaded", False)) != vec_loaded:
+                    return None
+                _ddl.skip, _ddl.failed = False, False
+                memory = up.memory.Mnemosyne(session_id="mnemo-pristine", db_path=db)
+                return None if _ddl.failed else _schema(memory.conn)
+            except Exception:  # noqa: BLE001 - no reference, no fingerprint
+                return None
+            finally:
+                if memory is not None:
+                    _close(memory)
+                _drop_thread_connections(up, close=True)
+    except OSError:
+        return None
+    finally:
+        _ddl.skip, _ddl.failed = saved
+
+
+def _drop_module_connection(module: types.ModuleType | None, *, close: bool = False) -> None:
+    local = getattr(module, "_thread_local", None)
+    if local is None:
+        return
+    conn = getattr(local, "conn", None)
+    local.conn = None
+    local.db_path = None
+    if close and conn is not None:
+        with contextlib.suppress(Exception):
+            conn.close()
 
 
 def _drop_thread_connections(up: _Upstream, *, close: bool = False) -> None:
     """Empty upstream's per-thread connection caches (this thread's), closing them if asked."""
-    for local in (up.memory._thread_local, up.beam._thread_local):
-        conn = getattr(local, "conn", None)
-        local.conn = None
-        local.db_path = None
-        if close and conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+    for module in (up.memory, up.beam):
+        _drop_module_connection(module, close=close)
 
 
 def _close(memory: Mnemosyne) -> None:

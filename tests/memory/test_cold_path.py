@@ -2,14 +2,16 @@
 
 A bank whose schema upstream's full DDL already built is opened without that
 DDL (its fingerprint, stored in the bank, still matches); any difference in
-the schema or in upstream's release runs the DDL again.  Statements are
-counted on the real connections upstream opens: `sqlite3.connect` is wrapped
-to trace each one, the `mnemosyne` package itself is untouched.
+the schema, in upstream's code or release runs the DDL again, and so does a
+bank the DDL left short.  Statements are counted on the real connections
+upstream opens: `sqlite3.connect` is wrapped to trace each one, the
+`mnemosyne` package itself is untouched.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import sqlite3
@@ -17,17 +19,20 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from dsh_mnemo import paths
-from dsh_mnemo.memory import driver
+from dsh_mnemo.errors import DataError
+from dsh_mnemo.memory import driver, upstream_import
 from dsh_mnemo.memory.targets import Target
+from tests.conftest import REPO_ROOT
 from tests.memory.conftest import query
 
 DDL = ("CREATE", "ALTER", "DROP")
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "BEGIN IMMEDIATE")
 
 
 def target(n: int = 0) -> Target:
@@ -40,24 +45,42 @@ class Statements:
     def __init__(self, db: Path) -> None:
         self.db = str(db)
         self.seen: list[str] = []
+        # Statements containing this fail with "database is locked", as under
+        # another writer that held the bank past the busy timeout.
+        self.locked: str | None = None
 
     def ddl(self) -> list[str]:
         return [s for s in self.seen if s.lstrip().upper().startswith(DDL)]
+
+    def writes(self) -> list[str]:
+        return [s for s in self.seen if s.lstrip().upper().startswith(WRITES)]
 
     def clear(self) -> None:
         self.seen.clear()
 
 
 @pytest.fixture
-def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[callable]:
+def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Statements]]:
     watching: list[Statements] = []
     real_connect = sqlite3.connect
 
     def connect(database, *args, **kwargs):  # type: ignore[no-untyped-def]
-        conn = real_connect(database, *args, **kwargs)
-        for watch in watching:
-            if str(database) == watch.db:
-                conn.set_trace_callback(watch.seen.append)
+        watch = next((w for w in watching if str(database) == w.db), None)
+        if watch is None:
+            return real_connect(database, *args, **kwargs)
+
+        class Cursor(sqlite3.Cursor):
+            def execute(self, sql, *params):  # type: ignore[no-untyped-def]
+                if watch.locked and watch.locked in sql:
+                    raise sqlite3.OperationalError("database is locked")
+                return super().execute(sql, *params)
+
+        class Connection(kwargs.pop("factory", sqlite3.Connection)):  # type: ignore[misc]
+            def cursor(self, factory=Cursor):  # type: ignore[no-untyped-def]
+                return super().cursor(factory)
+
+        conn = real_connect(database, *args, factory=Connection, **kwargs)
+        conn.set_trace_callback(watch.seen.append)
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", connect)
@@ -79,6 +102,12 @@ def stored_fingerprint(db: Path) -> list[tuple[str, str]]:
     return query(db, "SELECT key, value FROM mnemo_meta")
 
 
+def columns(db: Path, table: str) -> set[str]:
+    return {r[1] for r in query(db, f"PRAGMA table_info({table})")}
+
+
+# ─── Skipping the DDL ──────────────────────────────────────────────────────
+
 def test_the_second_open_of_a_bank_runs_no_ddl(traced) -> None:
     t = target()
     db = t.db_path()
@@ -90,8 +119,7 @@ def test_the_second_open_of_a_bank_runs_no_ddl(traced) -> None:
     seen.clear()
     reopen(t)
     assert seen.ddl() == []
-    assert not any(s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
-                   for s in seen.seen)  # and no write at all
+    assert seen.writes() == []  # and no write at all
     # Fully working: the write path (filter, extraction tables) and recall.
     memory_id = driver.remember(t, "We deploy with make release from main.", source="user",
                                 importance=0.5)
@@ -132,7 +160,29 @@ def test_a_bank_missing_a_table_and_a_column_gets_them_back(traced) -> None:
     reopen(t)
     assert seen.ddl()
     assert query(db, "SELECT name FROM sqlite_master WHERE name = 'gists'") == [("gists",)]
-    assert "binary_vector" in {r[1] for r in query(db, "PRAGMA table_info(episodic_memory)")}
+    assert "binary_vector" in columns(db, "episodic_memory")
+    seen.clear()
+    reopen(t)
+    assert seen.ddl() == []
+
+
+def test_a_ddl_error_upstream_swallows_leaves_no_fingerprint(traced) -> None:
+    """Upstream ignores a failed `ALTER TABLE … ADD COLUMN`: the next open must retry it."""
+    t = target()
+    db = t.db_path()
+    seen = traced(db)
+    seen.locked = "ADD COLUMN degraded_at"  # upstream: `except sqlite3.OperationalError: pass`
+    driver.instance(t)
+    assert "degraded_at" not in columns(db, "episodic_memory")  # the DDL left it short
+    assert "tier" in columns(db, "episodic_memory")  # and went on
+    assert stored_fingerprint(db) == []
+
+    seen.locked = None
+    seen.clear()
+    reopen(t)
+    assert len(seen.ddl()) > 100
+    assert "degraded_at" in columns(db, "episodic_memory")
+    assert [key for key, _ in stored_fingerprint(db)] == ["upstream_schema"]
     seen.clear()
     reopen(t)
     assert seen.ddl() == []
@@ -155,6 +205,19 @@ def test_another_upstream_release_runs_the_ddl(traced, monkeypatch) -> None:
     assert seen.ddl() == []
 
 
+def test_other_upstream_code_under_the_same_version_runs_the_ddl(traced, monkeypatch) -> None:
+    """A patched or development install keeps the version: the source is hashed too."""
+    t = target()
+    db = t.db_path()
+    driver.instance(t)
+    real = driver._upstream().code_digest()
+    assert real is not None and len(real) == 64
+    seen = traced(db)
+    monkeypatch.setattr(driver._Upstream, "code_digest", lambda self: "0" * 64)
+    reopen(t)
+    assert len(seen.ddl()) > 100
+
+
 def test_a_foreign_fingerprint_is_not_trusted(traced) -> None:
     t = target()
     db = t.db_path()
@@ -166,6 +229,26 @@ def test_a_foreign_fingerprint_is_not_trusted(traced) -> None:
     reopen(t)
     assert len(seen.ddl()) > 100
     assert stored_fingerprint(db)[0][1] != "something else"
+
+
+def test_a_removed_bank_is_built_anew_and_a_damaged_one_is_refused(traced) -> None:
+    t = target()
+    db = t.db_path()
+    driver.instance(t)
+    driver.reset_cache()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    seen = traced(db)
+    reopen(t)
+    assert len(seen.ddl()) > 100
+    assert driver.remember(t, "The new bank has a schema again.", source="user", importance=0.5)
+    driver.reset_cache()
+    size = db.stat().st_size
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"\xde\xad" * (size // 2))  # overwritten: no longer a database
+    with pytest.raises(DataError):
+        reopen(t)
 
 
 def test_the_full_ddl_switch(traced, monkeypatch) -> None:
@@ -189,6 +272,8 @@ def test_a_bank_only_init_bank_touched_gets_the_whole_schema(traced) -> None:
     assert query(db, "SELECT 1 FROM sqlite_master WHERE name = 'gists'") == [(1,)]
 
 
+# ─── Connections and threads ───────────────────────────────────────────────
+
 def test_upstreams_connections_are_wal_without_fsync_on_commit() -> None:
     t = target()
     for open_ in (driver.instance, reopen):  # a full open, then a fast one
@@ -205,6 +290,7 @@ def test_each_thread_has_its_own_instances() -> None:
     mine = driver.instance(t)
     assert driver.instance(t) is mine
     theirs: dict[str, object] = {}
+    done = threading.Event()
     go = threading.Event()
 
     def work() -> None:
@@ -212,29 +298,54 @@ def test_each_thread_has_its_own_instances() -> None:
         theirs["id"] = driver.remember(t, "The worker thread writes this line.", source="user",
                                        importance=0.5)
         theirs["hits"] = [r["id"] for r in driver.recall(t, "worker thread", top_k=5)]
+        done.set()
         go.wait(10)
 
     thread = threading.Thread(target=work)
     thread.start()
-    while "hits" not in theirs and thread.is_alive():
-        thread.join(0.01)
+    assert done.wait(30)
     assert theirs["memory"] is not mine
     assert theirs["memory"].conn is not mine.conn
+    assert theirs["memory"].beam.conn is not mine.beam.conn
     assert theirs["hits"] == [theirs["id"]]
-    assert driver.open_banks() == 2
+    assert driver.open_banks() == 1  # one bank file (the server's banks_open) ...
+    assert driver.open_instances() == 2  # ... open on two threads
     assert [r["id"] for r in driver.recall(t, "worker thread", top_k=5)] == [theirs["id"]]
     go.set()
     thread.join(10)
     gc.collect()
-    assert driver.open_banks() == 1  # a finished thread's banks close with it
+    assert driver.open_instances() == 1  # a finished thread's banks close with it
     with pytest.raises(sqlite3.ProgrammingError):
         theirs["memory"].conn.execute("SELECT 1")
+    assert mine.conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_deferred_recall_tracking_across_threads() -> None:
+    """main's read-only recall: the bumps are kept, then applied (here on another thread)."""
+    t = target()
+    db = t.db_path()
+    memory_id = driver.remember(t, "The parser rejects tabs in YAML keys.", source="user",
+                                importance=0.5)
+    reopen(t)  # a fast open
+    tracking: list[object] = []
+    hits = driver.recall(t, "parser tabs YAML", top_k=5, tracking=tracking)
+    assert [h["id"] for h in hits] == [memory_id]
+    assert tracking
+    assert query(db, "SELECT recall_count FROM working_memory WHERE id = ?", memory_id) == [(0,)]
+    applied: list[int] = []
+    worker = threading.Thread(target=lambda: applied.append(driver.record_recalls(tracking)))
+    worker.start()
+    worker.join(30)
+    assert applied == [len(tracking)]
+    assert query(db, "SELECT recall_count FROM working_memory WHERE id = ?", memory_id) == [(1,)]
+    driver.recall(t, "parser tabs YAML", top_k=5)  # without tracking: upstream bumps itself
+    assert query(db, "SELECT recall_count FROM working_memory WHERE id = ?", memory_id) == [(2,)]
 
 
 def test_a_thread_keeps_a_bounded_number_of_banks(monkeypatch) -> None:
     monkeypatch.setattr(driver, "MAX_BANKS_PER_THREAD", 2)
     first, second, third = (driver.instance(target(n)) for n in range(3))
-    assert driver.open_banks() == 2
+    assert driver.open_instances() == 2 and driver.open_banks() == 2
     with pytest.raises(sqlite3.ProgrammingError):  # the least recently used, closed
         first.conn.execute("SELECT 1")
     with pytest.raises(sqlite3.ProgrammingError):
@@ -263,28 +374,67 @@ def test_close_all_and_reset_cache_close_every_bank() -> None:
     assert driver.instance(target(0)).conn.execute("SELECT 1").fetchone()[0] == 1
 
 
+# ─── Importing upstream ────────────────────────────────────────────────────
+
+def test_throwaway_databases_redirect_only_this_thread(tmp_path: Path) -> None:
+    mine, theirs = tmp_path / "mine.db", tmp_path / "theirs.db"
+    other: list[sqlite3.Connection] = []
+    with driver._throwaway_databases() as redirected:
+        here = sqlite3.connect(mine)
+        here.execute("CREATE TABLE t (a)")
+        worker = threading.Thread(target=lambda: other.append(
+            sqlite3.connect(theirs, check_same_thread=False)))
+        worker.start()
+        worker.join(10)
+        other[0].execute("CREATE TABLE t (a)")
+    here.close()
+    other[0].close()
+    assert redirected == [str(mine)]
+    assert not mine.exists() and theirs.exists()
+    sqlite3.connect(mine).close()
+    assert mine.exists()  # the wrapper is gone
+
+
+def test_a_skipped_import_fails_on_this_thread_only() -> None:
+    name = "colorsys"  # any module nobody imported yet
+    sys.modules.pop(name, None)
+    skip = upstream_import._SkipOnThread(frozenset({name}))
+    sys.meta_path.insert(0, skip)
+    try:
+        with pytest.raises(ImportError):
+            importlib.import_module(name)
+        elsewhere: list[object] = []
+        worker = threading.Thread(target=lambda: elsewhere.append(importlib.import_module(name)))
+        worker.start()
+        worker.join(10)
+        assert elsewhere and elsewhere[0].__name__ == name
+    finally:
+        sys.meta_path.remove(skip)
+
+
 IMPORT_PROBE = textwrap.dedent("""
     import importlib, json, sqlite3, sys
     from dsh_mnemo import paths
     paths.prepare_mnemosyne_environment()
-    default = str(paths.default_db_path())
+    data = str(paths.data_dir())
     seen = []
     real_connect = sqlite3.connect
 
     def connect(database, *args, **kwargs):
-        conn = real_connect(database, *args, **kwargs)
-        if str(database) == default:
-            conn.set_trace_callback(seen.append)
-        return conn
+        seen.append(str(database))
+        return real_connect(database, *args, **kwargs)
 
     sqlite3.connect = connect
+    from dsh_mnemo.memory.scrub import scrub
+    scrub("password=hunter2hunter2")  # the first import of upstream, on a write path
+    loaded = {name: name in sys.modules for name in ("ssl", "urllib.request", "mcp")}
     from dsh_mnemo.memory import driver
     from dsh_mnemo.memory.targets import Target
     t = Target(bank="ws-" + "c" * 48, namespace="ns", level="workspace")
     driver.remember(t, "We deploy with make release from main.", source="user", importance=0.5)
     hits = driver.recall(t, "make release", top_k=5)
-    loaded = {name: name in sys.modules for name in ("ssl", "urllib.request", "mcp")}
-    from mnemosyne.core import embeddings
+    loaded = {name: loaded[name] or name in sys.modules for name in loaded}
+    from mnemosyne.core import embeddings, memory
     # What was deferred still works, and is the real thing.
     same = [embeddings.urllib.request.Request
             is importlib.import_module("urllib.request").Request,
@@ -294,44 +444,29 @@ IMPORT_PROBE = textwrap.dedent("""
             is importlib.import_module("urllib.error").HTTPError]
     import mcp  # mnemo's MCP server still imports the SDK afterwards
     print(json.dumps({"hits": len(hits), "loaded": loaded, "same": same, "mcp": mcp.__name__,
-                      "default_bank": seen}))
+                      "connected": seen, "default": str(memory._default_db_path()),
+                      "cached": getattr(memory._thread_local, "conn", None) is not None}))
 """)
 
 
-def probe() -> dict:
+def test_importing_upstream_creates_nothing_and_defers_what_mnemo_does_not_use(
+        data_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}  # this tree, not an installed mnemo
     done = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ))
+                          timeout=120, env=env)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def test_importing_upstream_defers_what_mnemo_does_not_use(data_dir: Path) -> None:
-    seen = probe()
+    seen = json.loads(done.stdout)
     assert seen["hits"] == 1
     assert seen["loaded"] == {"ssl": False, "urllib.request": False, "mcp": False}
     assert seen["same"] == [True, True, True]
     assert seen["mcp"] == "mcp"
-
-
-def test_the_import_time_init_runs_once_then_only_reads_the_default_bank(
-        data_dir: Path) -> None:
     default = paths.default_db_path(data_dir)
-    first = probe()["default_bank"]
-    assert len([s for s in first if s.lstrip().upper().startswith(DDL)]) > 50  # it is created
-    assert default.exists()
-    assert [k for k, _ in query(default, "SELECT key, value FROM mnemo_meta")] == [
-        "upstream_init_db"]
-
-    again = probe()["default_bank"]
-    assert not any(s.lstrip().upper().startswith(("DROP", "ALTER", "INSERT", "UPDATE",
-                                                   "DELETE", "BEGIN", "CREATE TRIGGER",
-                                                   "CREATE VIRTUAL"))
-                   for s in again), again
-    assert len([s for s in again if s.lstrip().upper().startswith("CREATE")]) <= 5
-
-    with sqlite3.connect(default) as conn:  # an older schema: the import upgrades it again
-        conn.execute("DROP INDEX idx_wm_event_date")
-    upgraded = probe()["default_bank"]
-    assert any("idx_wm_event_date" in s for s in upgraded)
-    assert query(default, "SELECT 1 FROM sqlite_master WHERE name = 'idx_wm_event_date'") == [
-        (1,)]
+    assert seen["default"] == str(default)
+    # The import-time init ran on a throwaway database: the default bank was
+    # never connected to, never created, and no stale connection is cached.
+    assert str(default) not in seen["connected"], seen["connected"]
+    assert ":memory:" in seen["connected"]
+    assert not default.exists()
+    assert not seen["cached"]
+    assert query(Target(bank="ws-" + "c" * 48, namespace="ns", level="workspace").db_path(
+        data_dir), "SELECT COUNT(*) FROM working_memory") == [(1,)]
