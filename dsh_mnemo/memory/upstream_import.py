@@ -88,7 +88,10 @@ def quiet_upstream_import() -> Iterator[None]:
     """
     skip = _SkipOnThread(frozenset(n for n in _SKIPPED_IMPORTS if n not in sys.modules))
     if skip.names:
-        sys.meta_path.insert(0, skip)
+        # A new list rather than insert/remove: another thread's import may be
+        # iterating the current one, and a removal in place would make it skip
+        # the finder after ours.
+        sys.meta_path = [skip, *sys.meta_path]
     import urllib
 
     stand_ins: list[_Deferred] = []
@@ -105,8 +108,8 @@ def quiet_upstream_import() -> Iterator[None]:
     try:
         yield
     finally:
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(skip)
+        if skip.names:
+            sys.meta_path = [finder for finder in sys.meta_path if finder is not skip]
         for stand_in in stand_ins:
             if sys.modules.get(stand_in.__name__) is stand_in:
                 del sys.modules[stand_in.__name__]
