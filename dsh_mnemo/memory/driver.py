@@ -1,29 +1,57 @@
 """The only module that drives the `mnemosyne` package.
 
 Everything that needs upstream's own code — its write path (with the write
-filter), its recall, its per-session sleep, its forget — calls in here, one
-cached `Mnemosyne` instance per (bank file, namespace).  Everything that
-only reads a bank uses `banks` instead, with plain SQLite.
+filter), its recall, its per-session sleep, its forget — calls in here.
+Everything that only reads a bank uses `banks` instead, with plain SQLite.
 
-`mnemosyne.core.memory` creates a database when it is imported, so it is
-imported lazily and only after `config.apply_environment` has pointed
-`MNEMOSYNE_DATA_DIR` at mnemo's data dir (docs/upstream.md).
+Every hook process pays for its first use of upstream, so this module keeps
+that cold path short (docs/upstream.md, "Import and configuration"):
+
+- **Import** (`_upstream`).  `mnemosyne.core.memory` initialises a database
+  on its default path (mnemo's default bank) when it is imported, so it is
+  imported lazily, once, after `config.apply_environment` has pointed
+  `MNEMOSYNE_DATA_DIR` at mnemo's data dir, and that import-time init runs
+  on a private in-memory database instead (`_throwaway_databases`): the
+  import creates and writes no file.  Upstream's optional `import mcp` is
+  skipped and `ssl`/`urllib.request` are loaded when first used instead of
+  at import (`quiet_upstream_import`).
+- **Schema** (`_open`).  Upstream's constructor runs its whole DDL (about
+  130 statements and a schema write) every time.  After a full run that
+  left every object a new bank gets (`_pristine`), the bank's schema
+  fingerprint is stored in the bank; an open that finds the schema, the
+  upstream code and the vector settings still matching constructs
+  upstream's objects with the DDL skipped.
+- **Durability** (`_tune`).  Upstream's connections are in WAL mode; the
+  driver sets `synchronous=NORMAL` on them, so a commit does not wait for
+  an fsync.
+- **Threads.**  SQLite connections belong to the thread that opened them:
+  instances are cached per (bank file, namespace, thread), at most
+  `MAX_BANKS_PER_THREAD` per thread, the least recently used closed first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import logging
 import os
 import sqlite3
+import sys
+import tempfile
 import threading
+import types
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from .banks import count, translate_sqlite_errors
 from .targets import Target
+from .upstream_import import quiet_upstream_import
 
 if TYPE_CHECKING:  # pragma: no cover
     from mnemosyne.core.memory import Mnemosyne
@@ -34,7 +62,24 @@ if TYPE_CHECKING:  # pragma: no cover
 # A NullHandler keeps them quiet unless the application configures logging.
 logging.getLogger("mnemosyne").addHandler(logging.NullHandler())
 
-_instances: dict[tuple[str, str, int], Mnemosyne] = {}
+#: Upstream instances kept open per thread; the least recently used is closed first.
+MAX_BANKS_PER_THREAD = 16
+#: `1` runs upstream's full DDL on every open, as before the fingerprint
+#: (for benchmarks, and a way out should a fast open ever misbehave).
+FULL_DDL_ENV = "MNEMO_DRIVER_FULL_DDL"
+
+_META_TABLE = "mnemo_meta"
+_FINGERPRINT_KEY = "upstream_schema"
+# Part of every fingerprint: bump it whenever what a fingerprint vouches for changes.
+_FINGERPRINT_FORMAT = "2"
+# The modules holding the DDL `Mnemosyne(...)` runs (`_gate_constructor_ddl`):
+# their source is part of the fingerprint, so any change to upstream's code
+# (a release, a patched or development install with the same version) runs
+# the full DDL once again.
+_DDL_MODULES = ("memory", "beam", "triples", "annotations", "canonical", "episodic_graph",
+                "veracity_consolidation")
+# How long recording a fingerprint waits for a busy bank (it is best effort).
+_RECORD_BUSY_MS = 250
 
 
 def _ensure_environment() -> None:
@@ -43,22 +88,625 @@ def _ensure_environment() -> None:
         paths.prepare_mnemosyne_environment()
 
 
-def instance(target: Target, base: Path | None = None) -> Mnemosyne:
-    """Upstream's memory object for `target` (created once per process)."""
-    db_path = target.db_path(base)
-    # One per thread: a connection belongs to the thread that opened it.
-    key = (str(db_path), target.namespace, threading.get_ident())
-    memory = _instances.get(key)
-    if memory is None:
-        _ensure_environment()
-        with translate_sqlite_errors(db_path):
-            from mnemosyne.core.memory import Mnemosyne
+# ─── Importing upstream ───────────────────────────────────────────────────
 
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-            memory = Mnemosyne(session_id=target.namespace, db_path=db_path)
-        disarm_trim(memory)
-        _instances[key] = memory
+
+class _Upstream:
+    """Upstream's modules, imported once per process (`_upstream`)."""
+
+    def __init__(self, memory: types.ModuleType, beam: types.ModuleType,
+                 fast_open: bool) -> None:
+        self.memory = memory
+        self.beam = beam
+        # True when every DDL entry point of the constructor is gated (`_gate`)
+        # and upstream's code could be hashed: without that, skipping the DDL
+        # could skip only part of it, or vouch for code it never saw.
+        self.fast_open = fast_open
+        self._code: str | None = None
+
+    def code_digest(self) -> str | None:
+        """Hash of the source of upstream's DDL modules; None if one cannot be read."""
+        if self._code is None:
+            digest = hashlib.sha256()
+            for name in _DDL_MODULES:
+                module = sys.modules.get(f"mnemosyne.core.{name}")
+                origin = getattr(module, "__file__", None)
+                if not origin:
+                    return None
+                try:
+                    digest.update(name.encode() + b"\0" + Path(origin).read_bytes() + b"\0")
+                except OSError:
+                    return None
+            self._code = digest.hexdigest()
+        return self._code
+
+
+_imported: _Upstream | None = None
+_import_lock = threading.RLock()
+
+
+def _upstream() -> _Upstream:
+    """Import upstream (once, cheaply) and gate its DDL."""
+    global _imported
+    found = _imported
+    if found is None:
+        with _import_lock:
+            if _imported is None:
+                _ensure_environment()
+                _imported = _import_upstream()
+            found = _imported
+    return found
+
+
+def _import_upstream() -> _Upstream:
+    if "mnemosyne.core.memory" in sys.modules:
+        # Imported by someone else, its import-time init already run: gate the rest.
+        import mnemosyne.core.beam as beam
+        import mnemosyne.core.memory as memory
+
+        gated = _gate_constructor_ddl(beam)
+        up = _Upstream(memory, beam, _gate(memory, "init_db") and gated)
+        return up if up.code_digest() is not None else _Upstream(memory, beam, False)
+    with quiet_upstream_import():
+        import mnemosyne.core.beam as beam
+
+        # Before `memory` binds beam's `init_beam`, so its import-time init is gated too.
+        gated = _gate_constructor_ddl(beam)
+        try:
+            with _throwaway_databases():
+                # The import-time init_db(): on a private in-memory database,
+                # where its beam part is not even worth running.
+                _ddl.skip, _ddl.failed = gated, False
+                try:
+                    import mnemosyne.core.memory as memory
+                finally:
+                    _ddl.skip = False
+        finally:
+            # Never leave the throwaway connections in upstream's per-thread
+            # caches: `_get_connection()` of the default path would return them.
+            for module in (beam, sys.modules.get("mnemosyne.core.memory")):
+                _drop_module_connection(module, close=True)
+    up = _Upstream(memory, beam, _gate(memory, "init_db") and gated)
+    return up if up.code_digest() is not None else _Upstream(memory, beam, False)
+
+
+@contextlib.contextmanager
+def _throwaway_databases() -> Iterator[list[str]]:
+    """On this thread, `sqlite3.connect` opens a private in-memory database instead.
+
+    For the import of `mnemosyne.core.memory` only: its module-level
+    `init_db()` would create (or rewrite the schema of) the default bank,
+    `$MNEMOSYNE_DATA_DIR/mnemosyne.db`, with an fsync, in every process,
+    though mnemo only ever uses upstream through instances on explicit bank
+    files, whose constructor initialises them itself.  Other threads'
+    connections are untouched; the wrapper is removed afterwards (unless
+    someone replaced `sqlite3.connect` meanwhile, who then owns it).  Yields
+    the databases that were redirected.
+    """
+    real = sqlite3.connect
+    me = threading.get_ident()
+    redirected: list[str] = []
+
+    @functools.wraps(real)
+    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        if threading.get_ident() != me:
+            return real(database, *args, **kwargs)
+        redirected.append(str(database))
+        kwargs.pop("uri", None)
+        return real(":memory:", *args, **kwargs)
+
+    sqlite3.connect = connect
+    try:
+        yield redirected
+    finally:
+        if sqlite3.connect is connect:
+            sqlite3.connect = real
+
+
+# ─── Skipping upstream's DDL ──────────────────────────────────────────────
+
+
+class _DdlState(threading.local):
+    """Per thread: skip upstream's DDL now; did a DDL step fail during this open."""
+
+    skip = False
+    failed = False
+
+
+_ddl = _DdlState()
+
+
+def _gate(owner: Any, name: str) -> bool:
+    """Wrap `owner.name` (a DDL step of upstream) so that `_ddl.skip` skips it.
+
+    The gate is per thread: another thread running the same step meanwhile
+    (upstream builds stores outside constructors too) still runs it.  A step
+    that raises marks the open failed, even when upstream's caller swallows
+    the error, so no fingerprint vouches for a schema it may have left short.
+    False when the step is not there (a later release moved it).
+    """
+    original = getattr(owner, name, None)
+    if not callable(original):
+        return False
+    if getattr(original, "__mnemo_gated__", None) is not None:
+        return True
+
+    @functools.wraps(original)
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        if _ddl.skip:
+            return None
+        try:
+            return original(*args, **kwargs)
+        except BaseException:
+            _ddl.failed = True
+            raise
+
+    gated.__mnemo_gated__ = original  # type: ignore[attr-defined]
+    setattr(owner, name, gated)
+    return True
+
+
+def _gate_constructor_ddl(beam: types.ModuleType) -> bool:
+    """Gate every DDL step `Mnemosyne(...)` runs besides `memory.init_db`.
+
+    Found by tracing a construction (3.15.1): `init_db` (the legacy tables,
+    then `init_beam`), `BeamMemory.__init__` → `init_beam`, `init_triples`,
+    `init_annotations` (in the E6 check), then the stores sharing beam's
+    connection: `AnnotationStore`, `CanonicalStore`, `EpisodicGraph` and
+    `VeracityConsolidator`, each running its own `CREATE … IF NOT EXISTS`.
+    All are looked up at call time, so replacing the module or class
+    attribute reaches them.  Everything else the constructor does stays:
+    its connections and pragmas, the config singleton, and the E6 check for
+    legacy triples still to migrate (three cheap reads, data not schema).
+    """
+    try:
+        from mnemosyne.core import annotations, canonical, triples
+    except ImportError:
+        return False
+    steps: list[tuple[Any, str]] = [
+        (beam, "init_beam"), (triples, "init_triples"),
+        (annotations, "init_annotations"), (annotations, "_init_annotations_with_conn"),
+        (canonical, "_init_canonical_with_conn")]
+    for cls_name in ("EpisodicGraph", "VeracityConsolidator"):
+        cls = getattr(beam, cls_name, None)
+        if cls is not None:  # None: upstream failed to import it and never builds one
+            steps.append((cls, "_init_tables"))
+    ok = all([_gate(owner, name) for owner, name in steps])
+    if getattr(beam, "_SQLITE_VEC_AVAILABLE", False):
+        # `_after_fast_open` repeats init_beam's vector backfill with these.
+        ok = ok and all(callable(getattr(beam, f, None)) for f in (
+            "_existing_vec_dim", "_backfill_vec_working_from_memory_embeddings"))
+    return ok
+
+
+# ─── Opening a bank ───────────────────────────────────────────────────────
+
+
+def _open(db_path: Path, namespace: str) -> Mnemosyne:
+    """A new upstream instance for (`db_path`, `namespace`) on this thread.
+
+    Upstream's constructor takes its two connections (`memory.conn`,
+    `beam.conn`) from per-thread caches in its modules; they are opened here
+    first, through upstream's own functions, so that they are tuned and the
+    schema is read before the constructor runs.  Then:
+
+    - the stored fingerprint equals the live one (`_fingerprint`): the
+      constructor runs with every DDL step gated off, so it builds its
+      objects and runs no DDL at all;
+    - otherwise (a new bank, a schema someone changed or a damaged one,
+      other upstream code, sqlite-vec appearing, `MNEMO_DRIVER_FULL_DDL=1`):
+      the full DDL runs, as upstream always does, and when no step of it
+      failed and the bank now has every object a new bank gets, the
+      fingerprint is stored for the next open (`_record_fingerprint`).
+
+    Upstream's per-thread caches are emptied before and after, so they never
+    hold a connection an instance owns: closing an evicted instance cannot
+    break another one, and each instance closes exactly its own.
+    """
+    up = _upstream()
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    _drop_thread_connections(up)
+    opened: list[sqlite3.Connection] = []
+    try:
+        conn = up.memory._get_connection(db_path)
+        opened.append(conn)
+        beam_conn = up.beam._get_connection(db_path)
+        opened.append(beam_conn)
+        for each in opened:
+            _tune(each)
+        vec_loaded = bool(getattr(beam_conn, "_mnemosyne_vec_loaded", False))
+        # Forced full DDL: exactly upstream's open, nothing checked or recorded.
+        usable = up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
+        fast = usable and _fingerprint_matches(conn, up, vec_loaded)
+        _ddl.skip, _ddl.failed = fast, False
+        try:
+            memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
+        finally:
+            _ddl.skip = False
+        if fast:
+            _after_fast_open(up, memory)
+        elif usable and not _ddl.failed:
+            _drop_thread_connections(up)  # the instance owns them now
+            _record_fingerprint(memory.conn, up, vec_loaded)
+    except BaseException:
+        for each in opened:
+            with contextlib.suppress(Exception):
+                each.close()
+        raise
+    finally:
+        _drop_thread_connections(up)
     return memory
+
+
+def _tune(conn: sqlite3.Connection) -> None:
+    """`synchronous=NORMAL` on a WAL connection: commits stop waiting for fsync.
+
+    In WAL mode NORMAL syncs only at checkpoints; a committed transaction
+    survives any crash of the application (the WAL is in the file), and only
+    an operating-system crash or power loss can roll back the last commits,
+    never corrupt the database.  A connection that is not in WAL mode (a
+    file system without shared memory) keeps upstream's FULL.
+    """
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    if str(mode).lower() == "wal":
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def _after_fast_open(up: _Upstream, memory: Mnemosyne) -> None:
+    """What upstream's init does besides DDL, kept when the DDL is skipped.
+
+    `init_beam` ends by mirroring fallback embeddings (`memory_embeddings`)
+    into the sqlite-vec index, on every open and only when sqlite-vec is
+    loaded: data written by a process without the extension must still
+    reach the vector index.  Same guard as upstream's (no mirroring into a
+    vector table of another dimension); a no-op without sqlite-vec.
+    """
+    beam = up.beam
+    if not getattr(beam, "_SQLITE_VEC_AVAILABLE", False):
+        return
+    conn = memory.beam.conn
+    with contextlib.suppress(Exception):  # upstream logs and goes on, too
+        if beam._existing_vec_dim(conn) in (None, beam.EMBEDDING_DIM):
+            beam._backfill_vec_working_from_memory_embeddings(conn)
+
+
+def _fingerprint(conn: sqlite3.Connection, up: _Upstream, vec_loaded: bool) -> str:
+    """Hash of the bank's schema and of everything else upstream's DDL depends on.
+
+    The schema is every `sqlite_master` row (tables, indexes, triggers,
+    virtual tables, with their SQL) but mnemo's own table, plus
+    `PRAGMA user_version`.  The rest: the upstream release and the source of
+    its DDL modules, the SQLite library, and the vector settings `init_beam`
+    branches on (sqlite-vec importable and loaded on this connection,
+    embedding dimension, vector type).  Equal fingerprints mean upstream's
+    DDL, run now, would meet the very schema it met when the fingerprint was
+    stored, which it then left complete.
+    """
+    beam = up.beam
+    context = (_FINGERPRINT_FORMAT, _upstream_version(), up.code_digest(), sqlite3.sqlite_version,
+               getattr(beam, "_SQLITE_VEC_AVAILABLE", None), vec_loaded,
+               getattr(beam, "EMBEDDING_DIM", None), getattr(beam, "VEC_TYPE", None),
+               conn.execute("PRAGMA user_version").fetchone()[0])
+    digest = hashlib.sha256(repr(context).encode())
+    for row in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                            "WHERE tbl_name <> ? ORDER BY type, name", (_META_TABLE,)):
+        digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
+
+
+def _fingerprint_matches(conn: sqlite3.Connection, up: _Upstream, vec_loaded: bool) -> bool:
+    """Does the bank's stored fingerprint equal its live one? (one read transaction)"""
+    if conn.in_transaction:
+        return False
+    conn.execute("BEGIN")
+    try:
+        stored = _stored_fingerprints(conn).get(_FINGERPRINT_KEY)
+        return stored is not None and stored == _fingerprint(conn, up, vec_loaded)
+    finally:
+        conn.rollback()
+
+
+def _upstream_version() -> str:
+    return str(getattr(sys.modules.get("mnemosyne"), "__version__", "unknown"))
+
+
+def _stored_fingerprints(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        rows = conn.execute(f"SELECT key, value FROM {_META_TABLE}").fetchall()
+    except sqlite3.Error:
+        return {}  # no table yet (a new bank, or one no mnemo opened)
+    return {str(key): str(value) for key, value in rows}
+
+
+def _record_fingerprint(conn: sqlite3.Connection, up: _Upstream, vec_loaded: bool) -> bool:
+    """Store the fingerprint of the schema upstream's full DDL just left; whether it was.
+
+    Only for a schema that has everything upstream's DDL gives a new bank
+    (`_pristine`, `_complete`): upstream swallows some of its own DDL errors
+    (an `ALTER TABLE … ADD COLUMN` or a vector table that fails, a locked
+    bank), and a fingerprint of a schema such an error left short would skip
+    the DDL that repairs it on every later open.  Such a bank keeps getting
+    the full DDL, as before, until one run completes it.
+
+    It lives in the bank itself, in a table of mnemo's (`mnemo_meta`, a row
+    per key) rather than in a file beside it: it is written in the same
+    transaction-safe file as the schema it describes, it travels with the
+    bank through copies, backups, restores and migrations, and no stray or
+    stale file can outlive a bank.  A copy never misleads: every open
+    compares against the live schema, so a fingerprint that no longer fits
+    only costs one full DDL run.  Written under BEGIN IMMEDIATE, so the
+    schema checked and hashed is the schema committed with it; when the
+    bank is busy or read-only nothing is stored and the next open runs the
+    DDL again.
+    """
+    if conn.in_transaction:
+        return False
+    reference = _pristine(up, vec_loaded)
+    if reference is None:
+        return False
+    busy = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute(f"PRAGMA busy_timeout={_RECORD_BUSY_MS}")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if not _complete(_schema(conn), reference):
+            conn.rollback()
+            return False
+        value = _fingerprint(conn, up, vec_loaded)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {_META_TABLE} "
+                     "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute(f"INSERT OR REPLACE INTO {_META_TABLE} (key, value) VALUES (?, ?)",
+                     (_FINGERPRINT_KEY, value))
+        conn.commit()
+        return True
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):
+            conn.rollback()
+        return False
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute(f"PRAGMA busy_timeout={int(busy)}")
+
+
+# ─── What a complete schema is ────────────────────────────────────────────
+
+# (type, name) → (columns, foreign keys) of every schema object; columns and
+# foreign keys only for ordinary tables.
+_Schema = dict[tuple[str, str], tuple[frozenset[str], frozenset[tuple[Any, ...]]]]
+_pristine_schemas: dict[tuple[Any, ...], _Schema | None] = {}
+_pristine_lock = threading.Lock()
+
+
+def _schema(conn: sqlite3.Connection) -> _Schema:
+    found: _Schema = {}
+    for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' "
+            "ESCAPE '\\' AND tbl_name <> ?", (_META_TABLE,)).fetchall():
+        columns: frozenset[str] = frozenset()
+        keys: frozenset[tuple[Any, ...]] = frozenset()
+        if kind == "table" and not str(sql or "").upper().startswith("CREATE VIRTUAL"):
+            quoted = '"' + str(name).replace('"', '""') + '"'
+            columns = frozenset(str(r[1]) for r in conn.execute(f"PRAGMA table_info({quoted})"))
+            keys = frozenset((r[2], r[3], r[4])
+                             for r in conn.execute(f"PRAGMA foreign_key_list({quoted})"))
+        found[(str(kind), str(name))] = (columns, keys)
+    return found
+
+
+def _complete(schema: _Schema, reference: _Schema) -> bool:
+    """Has `schema` every object of `reference`, each table every column, no other key?
+
+    Extra objects and columns (an older release's, mnemo's) are fine; a
+    foreign key the reference lacks is not (upstream rebuilds
+    `memory_embeddings` without its old one, and may fail to).
+    """
+    for key, (columns, keys) in reference.items():
+        found = schema.get(key)
+        if found is None or not columns <= found[0] or not found[1] <= keys:
+            return False
+    return True
+
+
+def _pristine(up: _Upstream, vec_loaded: bool) -> _Schema | None:
+    """The schema upstream's full DDL gives a new bank, built once per process.
+
+    Built by a real construction in a scratch directory (in memory when
+    `/dev/shm` is there, its connections without fsync), with the same code
+    and vector settings as the bank's; None when that fails or cannot load
+    sqlite-vec as the bank did (nothing is recorded then).  Only an open
+    that ran the full DDL pays for it, once per process.
+    """
+    key = (up.code_digest(), vec_loaded, getattr(up.beam, "EMBEDDING_DIM", None),
+           getattr(up.beam, "VEC_TYPE", None))
+    with _pristine_lock:
+        if key not in _pristine_schemas:
+            _pristine_schemas[key] = _build_pristine(up, vec_loaded)
+        return _pristine_schemas[key]
+
+
+def _build_pristine(up: _Upstream, vec_loaded: bool) -> _Schema | None:
+    saved = (_ddl.skip, _ddl.failed)
+    _drop_thread_connections(up)
+    try:
+        shm = Path("/dev/shm")
+        where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+        with tempfile.TemporaryDirectory(prefix="mnemo-schema-", dir=where) as scratch:
+            db = Path(scratch) / paths.DEFAULT_DB_FILE
+            memory = None
+            try:
+                conns = [up.memory._get_connection(db), up.beam._get_connection(db)]
+                for each in conns:
+                    each.execute("PRAGMA synchronous=OFF")
+                if bool(getattr(conns[1], "_mnemosyne_vec_loaded", False)) != vec_loaded:
+                    return None
+                _ddl.skip, _ddl.failed = False, False
+                memory = up.memory.Mnemosyne(session_id="mnemo-pristine", db_path=db)
+                return None if _ddl.failed else _schema(memory.conn)
+            except Exception:  # noqa: BLE001 - no reference, no fingerprint
+                return None
+            finally:
+                if memory is not None:
+                    _close(memory)
+                _drop_thread_connections(up, close=True)
+    except OSError:
+        return None
+    finally:
+        _ddl.skip, _ddl.failed = saved
+
+
+def _drop_module_connection(module: types.ModuleType | None, *, close: bool = False) -> None:
+    local = getattr(module, "_thread_local", None)
+    if local is None:
+        return
+    conn = getattr(local, "conn", None)
+    local.conn = None
+    local.db_path = None
+    if close and conn is not None:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def _drop_thread_connections(up: _Upstream, *, close: bool = False) -> None:
+    """Empty upstream's per-thread connection caches (this thread's), closing them if asked."""
+    for module in (up.memory, up.beam):
+        _drop_module_connection(module, close=close)
+
+
+def _close(memory: Mnemosyne) -> None:
+    """Close the connections an instance owns (its stores share beam's)."""
+    beam = getattr(memory, "beam", None)
+    for closable in (getattr(beam, "_query_cache", None), getattr(beam, "conn", None),
+                     getattr(memory, "conn", None)):
+        if closable is not None:
+            with contextlib.suppress(Exception):
+                closable.close()
+
+
+# ─── The per-thread cache ─────────────────────────────────────────────────
+
+
+class _Banks:
+    """One thread's open upstream instances, least recently used first."""
+
+    __slots__ = ("entries", "__weakref__")
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[str, str], Mnemosyne] = OrderedDict()
+
+
+class _Local(threading.local):
+    banks: _Banks | None = None
+
+
+_local = _Local()
+# Every thread's cache, for open_banks and close_all; a cache (and its
+# connections, see `_thread_banks`) goes when its thread does.
+_every_thread: weakref.WeakSet[_Banks] = weakref.WeakSet()
+_cache_lock = threading.Lock()
+
+
+def _close_each(entries: OrderedDict[tuple[str, str], Mnemosyne]) -> None:
+    for memory in list(entries.values()):
+        _close(memory)
+    entries.clear()
+
+
+def _thread_banks() -> _Banks:
+    banks = _local.banks
+    if banks is None:
+        banks = _local.banks = _Banks()
+        # A finished thread's connections are closed with its cache (not at exit).
+        weakref.finalize(banks, _close_each, banks.entries).atexit = False
+        with _cache_lock:
+            _every_thread.add(banks)
+    return banks
+
+
+def instance(target: Target, base: Path | None = None) -> Mnemosyne:
+    """Upstream's memory object for `target` on this thread (created once, then cached)."""
+    db_path = target.db_path(base)
+    key = (str(db_path), target.namespace)
+    banks = _thread_banks()
+    with _cache_lock:
+        memory = banks.entries.get(key)
+        if memory is not None:
+            banks.entries.move_to_end(key)
+    if memory is not None:
+        return memory
+    _ensure_environment()
+    with translate_sqlite_errors(db_path):
+        memory = _open(db_path, target.namespace)
+    disarm_trim(memory)
+    with _cache_lock:
+        banks.entries[key] = memory
+        evicted = [banks.entries.popitem(last=False)[1]
+                   for _ in range(len(banks.entries) - MAX_BANKS_PER_THREAD)]
+    for old in evicted:
+        _close(old)
+    return memory
+
+
+def open_banks() -> int:
+    """Distinct bank files with an upstream instance open in this process (any thread)."""
+    with _cache_lock:
+        return len({key[0] for banks in _every_thread for key in banks.entries})
+
+
+def open_instances() -> int:
+    """Upstream instances open in this process: one per (bank file, namespace, thread)."""
+    with _cache_lock:
+        return sum(len(banks.entries) for banks in _every_thread)
+
+
+def end_open_transactions() -> list[str]:
+    """Roll back whatever transaction this thread's upstream connections left open.
+
+    A process that lives on (the resident server) keeps each thread's
+    connections between requests; a transaction left open on one of them
+    (an upstream path that writes without committing, an error between a
+    write and its commit) would hold the bank's write lock for good and every
+    later store would find the database busy.  Returns the banks whose
+    connection had one (the caller logs them).
+    """
+    banks = _local.banks
+    if banks is None:
+        return []
+    with _cache_lock:
+        entries = list(banks.entries.items())
+    ended: list[str] = []
+    for (db_path, _namespace), memory in entries:
+        seen: set[int] = set()
+        for conn in (getattr(memory, "conn", None), getattr(getattr(memory, "beam", None),
+                                                              "conn", None)):
+            conn = getattr(conn, "_conn", conn)  # through a _DeferredTracking proxy
+            if not isinstance(conn, sqlite3.Connection) or id(conn) in seen:
+                continue
+            seen.add(id(conn))
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.rollback()
+                ended.append(Path(db_path).parent.name)
+    return ended
+
+
+def close_all() -> int:
+    """Close every cached instance of every thread; how many were closed.
+
+    For shutdown and tests: another thread still using an instance it got
+    before would find its connections closed.  Instances opened afterwards
+    are new.
+    """
+    with _cache_lock:
+        doomed = [memory for banks in list(_every_thread) for memory in banks.entries.values()]
+        for banks in list(_every_thread):
+            banks.entries.clear()
+    for memory in doomed:
+        _close(memory)
+    return len(doomed)
+
+
+def reset_cache() -> None:
+    """Close and forget every cached instance (tests switch data dirs between cases)."""
+    close_all()
 
 
 def disarm_trim(memory: Mnemosyne) -> None:
@@ -81,53 +729,22 @@ def disarm_trim(memory: Mnemosyne) -> None:
     beam._trim_working_memory = lambda: None
 
 
-def open_banks() -> int:
-    """Distinct bank files with an upstream instance open in this process."""
-    return len({key[0] for key in list(_instances)})
-
-
-def end_open_transactions() -> list[str]:
-    """Roll back whatever transaction this thread's upstream connections left open.
-
-    A process that lives on (the resident server) keeps each thread's
-    connections between requests; a transaction left open on one of them
-    (an upstream path that writes without committing, an error between a
-    write and its commit) would hold the bank's write lock for good and every
-    later store would find the database busy.  Returns the banks whose
-    connection had one (the caller logs them).
-    """
-    ident = threading.get_ident()
-    ended: list[str] = []
-    for key, memory in list(_instances.items()):
-        if key[2] != ident:
-            continue
-        seen: set[int] = set()
-        for conn in (getattr(memory, "conn", None), getattr(getattr(memory, "beam", None),
-                                                              "conn", None)):
-            conn = getattr(conn, "_conn", conn)  # through a _DeferredTracking proxy
-            if not isinstance(conn, sqlite3.Connection) or id(conn) in seen:
-                continue
-            seen.add(id(conn))
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.rollback()
-                ended.append(Path(key[0]).parent.name)
-    return ended
-
-
-def reset_cache() -> None:
-    """Forget cached upstream instances (tests switch data dirs between cases)."""
-    _instances.clear()
-
-
 def init_bank(db_path: Path) -> None:
-    """Create Mnemosyne's full schema in `db_path` (idempotent)."""
+    """Create Mnemosyne's base schema in `db_path` (idempotent).
+
+    Upstream's `init_db`: the tables its constructor adds (gists,
+    annotations, …) come with the first open of the bank, whose full DDL is
+    also what records a fingerprint; this partial schema never gets one.
+    """
     _ensure_environment()
     with translate_sqlite_errors(db_path):
-        from mnemosyne.core.memory import init_db
-
+        up = _upstream()
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        init_db(db_path)
+        _drop_thread_connections(up)
+        try:
+            up.memory.init_db(db_path)
+        finally:
+            _drop_thread_connections(up, close=True)
 
 
 def remember(target: Target, text: str, *, source: str, importance: float,

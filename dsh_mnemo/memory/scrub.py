@@ -894,7 +894,10 @@ def _upstream() -> list[tuple[str, str, re.Pattern[str]]]:
     global _upstream_cache
     if _upstream_cache is None:
         try:
-            from mnemosyne.core.filters import SECRET_LABELED_PATTERNS
+            from .upstream_import import quiet_upstream_import
+
+            with quiet_upstream_import():  # not its `import mcp`: it costs seconds
+                from mnemosyne.core.filters import SECRET_LABELED_PATTERNS
             pairs = [(str(label), str(source)) for label, source in SECRET_LABELED_PATTERNS]
         except Exception:  # noqa: BLE001 - upstream missing or changed shape
             pairs = list(UPSTREAM_PATTERNS_VETTED)

@@ -156,10 +156,14 @@ def test_locked_database_fails_open_and_loses_nothing(repo: Path, data_dir: Path
                                                        prompt=locked_turn), timeout=20)
             assert done.returncode == 0 and done.stderr == ""
             assert done.stdout == expected
+        # Only writes wait for the lock (WAL): a bank whose schema is current opens
+        # without writing, and a prompt given the time to answer recalls from it.
+        configure(hooks__deadline_seconds=10.0)
         again = run_cli_hook("prompt", "claude-code", payload("claude-code", "prompt",
                                                               cwd=repo, session="c",
                                                               prompt=QUESTION))
-        assert again.returncode == 0 and again.stdout == ""
+        assert again.returncode == 0 and again.stderr == ""
+        assert DEPLOY in again.stdout
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -62,16 +62,16 @@ def test_two_repositories_recall_only_their_own_and_global(projects, data_dir, i
     human = run(shop, "recall", "deploy").stdout
     assert shop_id in human and blog_id not in human and "Netlify" not in human
 
-    # The files: one bank per repository, global apart, nothing in the default db.
+    # The files: one bank per repository, global apart, no default db (nothing
+    # was stored there, and importing upstream creates none).
     files = db_files(data_dir)
-    assert set(files) == {"default", "global", s_shop["bank"], s_blog["bank"]}
+    assert set(files) == {"global", s_shop["bank"], s_blog["bank"]}
     assert Path(s_shop["db_path"]) == files[s_shop["bank"]]
     wm = "SELECT id, session_id, scope FROM working_memory ORDER BY id"
     assert query(files[s_shop["bank"]], wm) == [(shop_id, s_shop["namespace"], "session")]
     assert sorted(query(files[s_blog["bank"]], wm)) == sorted(
         [(blog_id, s_blog["namespace"], "session"), (stdin_id, s_blog["namespace"], "session")])
     assert query(files["global"], wm) == [(glob_id, "global", "global")]
-    assert query(files["default"], "SELECT COUNT(*) FROM working_memory") == [(0,)]
 
     # forget across the boundary is refused; own and global work.
     refused = run(shop, "forget", blog_id, check=False)
@@ -130,4 +130,4 @@ def test_competition_aged_rows_and_cron_sleep(projects, data_dir, isolated_env):
     assert by_ns[s_big["namespace"]]["working_consolidated"] == 300
     assert by_ns[s_small["namespace"]]["working"] == 2
     assert not (home / ".hermes").exists()
-    assert paths.default_db_path(data_dir).exists()
+    assert not paths.default_db_path(data_dir).exists()  # upstream's import-time init wrote none

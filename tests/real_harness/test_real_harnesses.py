@@ -393,7 +393,8 @@ def test_codex_untrusted_hooks_are_reported_and_trust_makes_them_run(
     assert not tested["would_run"] and "untrusted" in " ".join(tested["blockers"])
 
     out = mnemo("hooks", "install", "--harness", "codex", "--trust", cwd=home)
-    assert "trusted in Codex's config.toml: 4" in out  # session-start, prompt, turn-end, session-end
+    # session-start, prompt, turn-end, session-end
+    assert "trusted in Codex's config.toml: 4" in out
     assert mnemo_json("hooks", "status", "--harness", "codex", cwd=alpha)["ok"]
     model.clear()
     started = time.monotonic()
