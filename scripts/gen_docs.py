@@ -169,6 +169,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "to run (default: the one that installed the hooks, else mnemo on PATH)."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "
      "mnemo (default 8; mnemo's own deadline, hooks.deadline_seconds, is shorter)."),
+    ("MNEMO_DRIVER_FULL_DDL", "Set to 1 to make mnemo open every bank as upstream does, "
+     "running its whole schema DDL each time, instead of skipping it when the bank's schema "
+     "fingerprint matches (for diagnosing a schema problem)."),
     ("MNEMO_NO_SERVER", "Read by the hook wrapper: set (to anything) to bypass the resident "
      "server and run mnemo hook in a process of its own (as server.enabled: false does)."),
 )

@@ -412,7 +412,7 @@ def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_fre
     released = threading.Event()
 
     def release_later() -> None:
-        time.sleep(3.0)
+        time.sleep(7.0)  # past upstream's 5 s busy timeout: the store is sent back
         holder.rollback()
         released.set()
 
@@ -420,7 +420,7 @@ def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_fre
     answered = served.call("turn-end", session="lk", text="Apache-2.0.")
     assert answered.returncode == 0 and answered.seconds < 2.0  # acknowledged, not stored
     threading.Thread(target=release_later, daemon=True).start()
-    assert released.wait(10)
+    assert released.wait(15)
     served.settle(timeout=60)
     rows = served.contents()
     assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
