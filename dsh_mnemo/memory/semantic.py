@@ -160,12 +160,156 @@ class Profile:
     best: float = 0.0
     mean: float = 0.0
     std: float = 0.0
-    cosines: dict[str, float] = field(default_factory=dict)  # every memory's cosine
+    scores: Any = None  # every memory's cosine (numpy, in `index` order)
+    index: dict[str, int] = field(default_factory=dict)  # memory id -> position in scores
+
+    def cosine(self, memory_id: str) -> float | None:
+        at = self.index.get(memory_id)
+        return None if at is None or self.scores is None else float(self.scores[at])
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self.index
 
 
 def _has_table(conn: sqlite3.Connection) -> bool:
     return bool(rows(conn, "SELECT 1 FROM sqlite_master WHERE type='table' AND name = ?",
                      (TABLE,)))
+
+
+# ─── The namespace's vectors, kept between searches ────────────────────────
+#
+# A search compares the prompt with every vector of the namespace.  Reading
+# and decoding them costs far more than the product (100,000 vectors: about
+# 0.6 s against 10 ms), so a process that searches again (the resident
+# server) keeps each namespace's matrix and brings it up to date from the
+# bank: nothing when the bank's files did not change; the new rows when
+# vectors and memories were only added (a captured turn); all again
+# otherwise (a forget, a reindex, a consolidation).
+
+MAX_CACHED = 8  # namespaces kept (least recently used dropped)
+
+
+@dataclass
+class _Matrix:
+    ids: list[str]
+    index: dict[str, int]
+    buffer: Any  # (capacity, dim) float32; rows [:len(ids)] are live
+    dim: int
+    files: tuple[Any, ...]  # the bank's files as last seen (stat)
+    counts: tuple[int, int, int]  # vectors of the model, their max rowid, memory rows
+
+    def view(self) -> Any:
+        return self.buffer[:len(self.ids)]
+
+
+_matrices: dict[tuple[str, str, str, bool], _Matrix] = {}
+_matrices_lock = threading.Lock()
+
+
+def _files(db_path: Path) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for suffix in ("", "-wal"):
+        try:
+            info = Path(f"{db_path}{suffix}").stat()
+            out.append((info.st_mtime_ns, info.st_size, info.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _counts(conn: sqlite3.Connection, model_id: str) -> tuple[int, int, int]:
+    count, top = rows(conn, f"SELECT count(*), coalesce(max(rowid), 0) FROM {TABLE} "
+                            "WHERE model_id = ?", (model_id,))[0]
+    memories = sum(int(rows(conn, f"SELECT count(*) FROM {table}")[0][0])
+                   for table in MEMORY_TABLES)
+    return int(count), int(top), memories
+
+
+def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
+          after: int = 0) -> tuple[list[str], list[bytes], int]:
+    ids: list[str] = []
+    blobs: list[bytes] = []
+    dim = 0
+    for table in MEMORY_TABLES:
+        for memory_id, blob, d in rows(
+                conn, f"SELECT v.memory_id, v.vector, v.dim FROM {TABLE} v "
+                      f"JOIN {table} m ON m.id = v.memory_id "
+                      f"WHERE v.model_id = ? AND v.rowid > ? AND {clause}",
+                (model_id, after, namespace)):
+            ids.append(str(memory_id))
+            blobs.append(blob)
+            dim = int(d)
+    return ids, blobs, dim
+
+
+def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: str,
+            allow_global: bool) -> _Matrix | None:
+    """The namespace's vectors, from the cache when the bank allows it."""
+    import numpy as np
+
+    from ..embed.vectors import stack
+
+    key = (str(db_path), namespace, model_id, allow_global)
+    clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
+    files = _files(db_path)
+    with _matrices_lock:
+        cached = _matrices.pop(key, None)
+        if cached is not None:
+            _matrices[key] = cached  # most recently used last
+    if cached is not None and cached.files == files:
+        return cached
+    counts = _counts(conn, model_id)
+    if cached is not None and counts == cached.counts:
+        cached.files = files
+        return cached
+    grown = (cached is not None and counts[0] > cached.counts[0] and counts[2] >= cached.counts[2]
+             and counts[1] > cached.counts[1])
+    if grown:
+        assert cached is not None
+        new_rows = int(rows(conn, f"SELECT count(*) FROM {TABLE} WHERE model_id = ? "
+                                  "AND rowid > ?", (model_id, cached.counts[1]))[0][0])
+        grown = new_rows == counts[0] - cached.counts[0]  # only additions since
+    if grown:
+        assert cached is not None
+        ids, blobs, dim = _load(conn, namespace, model_id, clause, after=cached.counts[1])
+        fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
+        if fresh and dim == cached.dim:
+            with _matrices_lock:
+                have = len(cached.ids)
+                need = have + len(fresh)
+                buffer = cached.buffer
+                if need > buffer.shape[0]:
+                    buffer = np.empty((max(need, int(buffer.shape[0] * 1.5) + 64), dim),
+                                      dtype=np.float32)
+                    buffer[:have] = cached.buffer[:have]
+                buffer[have:need] = stack([b for _, b in fresh], dim)
+                index = dict(cached.index)
+                index.update({i: have + n for n, (i, _) in enumerate(fresh)})
+                updated = _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim,
+                                  files, counts)
+                _matrices[key] = updated
+            return updated
+        if not fresh:
+            cached.files, cached.counts = files, counts
+            return cached
+    ids, blobs, dim = _load(conn, namespace, model_id, clause)
+    if not ids:
+        with _matrices_lock:
+            _matrices.pop(key, None)
+        return None
+    entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, stack(blobs, dim), dim, files,
+                    counts)
+    with _matrices_lock:
+        _matrices[key] = entry
+        while len(_matrices) > MAX_CACHED:
+            _matrices.pop(next(iter(_matrices)))
+    return entry
+
+
+def forget_matrices() -> None:
+    """Drop every kept matrix (tests; a process that wants its memory back)."""
+    with _matrices_lock:
+        _matrices.clear()
 
 
 def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: int,
@@ -177,37 +321,28 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
     """
     import numpy as np
 
-    from ..embed.vectors import stack
-
     conn = connect_readonly(db_path)
     if conn is None:
         return [], Profile()
-    clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
     try:
         with translate_sqlite_errors(db_path):
             if not _has_table(conn):
                 return [], Profile()
-            found: list[tuple[str, bytes]] = []
-            dim = 0
-            for table in MEMORY_TABLES:
-                for memory_id, blob, d in rows(
-                        conn, f"SELECT v.memory_id, v.vector, v.dim FROM {TABLE} v "
-                              f"JOIN {table} m ON m.id = v.memory_id "
-                              f"WHERE v.model_id = ? AND {clause}", (model_id, namespace)):
-                    found.append((str(memory_id), blob))
-                    dim = int(d)
+            entry = _matrix(conn, db_path, namespace, model_id, allow_global)
     finally:
         conn.close()
-    if not found:
+    if entry is None:
         return [], Profile()
-    matrix = stack([blob for _, blob in found], dim)
+    matrix = entry.view()
     q = np.asarray(query, dtype=np.float32).ravel()
     scores = matrix @ q
-    order = np.argsort(-scores)[:limit]
-    profile = Profile(count=len(found), best=float(scores.max()), mean=float(scores.mean()),
-                      std=float(scores.std()),
-                      cosines={found[i][0]: float(scores[i]) for i in range(len(found))})
-    return [Candidate(found[i][0], float(scores[i]), matrix[i]) for i in order], profile
+    top = min(limit, len(scores))
+    order = np.argpartition(-scores, top - 1)[:top] if top < len(scores) else \
+        np.arange(len(scores))
+    order = order[np.argsort(-scores[order])]
+    profile = Profile(count=len(scores), best=float(scores.max()), mean=float(scores.mean()),
+                      std=float(scores.std()), scores=scores, index=entry.index)
+    return [Candidate(entry.ids[i], float(scores[i]), matrix[i]) for i in order], profile
 
 
 def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, np.ndarray]:

