@@ -218,8 +218,10 @@ def _files(db_path: Path) -> tuple[Any, ...]:
 
 
 def _counts(conn: sqlite3.Connection, model_id: str) -> tuple[int, int, int]:
-    count, top = rows(conn, f"SELECT count(*), coalesce(max(rowid), 0) FROM {TABLE} "
-                            "WHERE model_id = ?", (model_id,))[0]
+    # Every model's rows (the primary key's index answers at once; a filter on the
+    # model would read every vector): another model's rows change only on reindex.
+    del model_id
+    count, top = rows(conn, f"SELECT count(*), coalesce(max(rowid), 0) FROM {TABLE}")[0]
     memories = sum(int(rows(conn, f"SELECT count(*) FROM {table}")[0][0])
                    for table in MEMORY_TABLES)
     return int(count), int(top), memories
@@ -266,8 +268,8 @@ def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: s
              and counts[1] > cached.counts[1])
     if grown:
         assert cached is not None
-        new_rows = int(rows(conn, f"SELECT count(*) FROM {TABLE} WHERE model_id = ? "
-                                  "AND rowid > ?", (model_id, cached.counts[1]))[0][0])
+        new_rows = int(rows(conn, f"SELECT count(*) FROM {TABLE} WHERE rowid > ?",
+                            (cached.counts[1],))[0][0])
         grown = new_rows == counts[0] - cached.counts[0]  # only additions since
     if grown:
         assert cached is not None
@@ -297,8 +299,11 @@ def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: s
         with _matrices_lock:
             _matrices.pop(key, None)
         return None
-    entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, stack(blobs, dim), dim, files,
-                    counts)
+    loaded = stack(blobs, dim)
+    # Room to grow: a captured turn adds a row without copying the whole matrix.
+    buffer = np.empty((len(ids) + len(ids) // 4 + 64, dim), dtype=np.float32)
+    buffer[:len(ids)] = loaded
+    entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, buffer, dim, files, counts)
     with _matrices_lock:
         _matrices[key] = entry
         while len(_matrices) > MAX_CACHED:

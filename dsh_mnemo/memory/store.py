@@ -344,9 +344,8 @@ def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k
     # The prompt's profile over both banks' memories (a global row found in the
     # workspace bank's scope-global rows counts once).
     arrays = [p.scores for p in profiles if p.scores is not None and len(p.scores)]
-    seen_ids = set(profiles[0].index) if profiles else set()
     if len(arrays) > 1:
-        extra = profiles[-1]
+        extra, seen_ids = profiles[-1], profiles[0].index
         keep = [at for i, at in extra.index.items() if i not in seen_ids]
         arrays[-1] = extra.scores[np.asarray(sorted(keep), dtype=np.intp)] if keep else \
             extra.scores[:0]
