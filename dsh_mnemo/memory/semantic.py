@@ -261,39 +261,41 @@ def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: s
     if cached is not None and cached.files == files:
         return cached
     counts = _counts(conn, model_id)
-    if cached is not None and counts == cached.counts:
-        cached.files = files
+    if (cached is not None and counts[:2] == cached.counts[:2]
+            and counts[2] >= cached.counts[2]):
+        # No vector came or went (a recall count, a memory stored without a vector
+        # yet, a consolidation that only added): the matrix stands.
+        cached.files, cached.counts = files, counts
         return cached
-    grown = (cached is not None and counts[0] > cached.counts[0] and counts[2] >= cached.counts[2]
-             and counts[1] > cached.counts[1])
-    if grown:
-        assert cached is not None
-        new_rows = int(rows(conn, f"SELECT count(*) FROM {TABLE} WHERE rowid > ?",
-                            (cached.counts[1],))[0][0])
-        grown = new_rows == counts[0] - cached.counts[0]  # only additions since
-    if grown:
-        assert cached is not None
+    if cached is not None and counts[2] >= cached.counts[2] and counts[1] > cached.counts[1]:
+        # Vectors were written since (a captured turn; a memory stored again, whose
+        # vector is replaced under a new rowid) and no memory went: bring those rows
+        # in.  A memory deleted (forget, a consolidation that removes rows) lowers
+        # the count of memories and reads everything again.
         ids, blobs, dim = _load(conn, namespace, model_id, clause, after=cached.counts[1])
-        fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
-        if fresh and dim == cached.dim:
+        if not ids or dim == cached.dim:
             with _matrices_lock:
                 have = len(cached.ids)
-                need = have + len(fresh)
                 buffer = cached.buffer
+                fresh = [(i, b) for i, b in zip(ids, blobs, strict=True)
+                         if i not in cached.index]
+                for i, b in zip(ids, blobs, strict=True):
+                    at = cached.index.get(i)
+                    if at is not None:
+                        buffer[at] = stack([b], dim)[0]  # its vector again, in place
+                need = have + len(fresh)
                 if need > buffer.shape[0]:
-                    buffer = np.empty((max(need, int(buffer.shape[0] * 1.5) + 64), dim),
+                    buffer = np.empty((max(need, int(buffer.shape[0] * 1.5) + 64), cached.dim),
                                       dtype=np.float32)
                     buffer[:have] = cached.buffer[:have]
-                buffer[have:need] = stack([b for _, b in fresh], dim)
-                index = dict(cached.index)
+                if fresh:
+                    buffer[have:need] = stack([b for _, b in fresh], dim)
+                index = dict(cached.index) if fresh else cached.index
                 index.update({i: have + n for n, (i, _) in enumerate(fresh)})
-                updated = _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim,
-                                  files, counts)
+                updated = _Matrix(cached.ids + [i for i, _ in fresh], index, buffer,
+                                  cached.dim, files, counts)
                 _matrices[key] = updated
             return updated
-        if not fresh:
-            cached.files, cached.counts = files, counts
-            return cached
     ids, blobs, dim = _load(conn, namespace, model_id, clause)
     if not ids:
         with _matrices_lock:

@@ -229,6 +229,13 @@ def test_the_kept_matrix_follows_the_bank(repo: Path, semantic) -> None:
     semantic(WORKSPACE[4])  # a new memory: the matrix grows by its row
     grown = search()
     assert grown.count == 5 and len(set(grown.index) - set(first.index)) == 1
+    again = next(iter(grown.index))
+    text = "Unit tests run with `go test ./...`; integration tests need `make deps-up` first."
+    assert vectors.store(db, embed, [(again, text)]) == 1  # replaced under a new rowid
+    replaced = search()
+    assert replaced.count == 5 and set(replaced.index) == set(grown.index)
+    expected = float(embed.embed_documents([text])[0] @ np.asarray(query, dtype=np.float32))
+    assert np.isclose(replaced.cosine(again), expected, atol=1e-5)
     gone = next(iter(first.index))
     store.forget(ctx, gone)  # a deletion: read again, without it
     after = search()
