@@ -77,8 +77,8 @@ def bench(name: str, harness_bin: Path, runs: int) -> tuple[list[float], list[fl
             setup.prepare(home, model.url)
             setup.trust(home, [repo])
             without = timed_runs(name, harness_bin, model, home, repo, runs)
-            subprocess.run([mnemo, "hooks", "install", "--harness", name], cwd=home,
-                           check=True, capture_output=True)
+            subprocess.run([mnemo, "hooks", "install", "--harness", name,
+                            *setup.install_args()], cwd=home, check=True, capture_output=True)
             setup.trust(home, [repo])
             model.clear()
             with_hooks = timed_runs(name, harness_bin, model, home, repo, runs)
