@@ -1,6 +1,6 @@
 """Many sessions at once, through the real hook command: every turn stored exactly once.
 
-Sixteen sessions send twelve turns each (`mnemo hook prompt`, then `mnemo hook
+Sixteen sessions send fifty turns each (`mnemo hook prompt`, then `mnemo hook
 turn-end`, a new process per call, as Claude Code runs them) into two
 workspaces while `mnemo sleep --all` and `mnemo remember` run in a loop
 beside them.  A second run keeps every row permanently due (aged past the
@@ -138,20 +138,18 @@ def expect_each_turn_once(data_dir: Path, sessions: int, turns: int) -> None:
                                        f"(e.g. {twice[:5]})")
 
 
-# Sizes: sixteen writers at once is what lost turns (77 of 800 at 16 x 50); twelve
-# turns each keep every writer busy through the whole run (384 hook processes on
-# two cores, with sleep and remember beside them) at a quarter of the suite's time.
-def test_sixteen_sessions_at_once_store_every_turn_once(make_repo, data_dir: Path) -> None:
-    configure(hooks__deadline_seconds=2.0, capture__consolidate_every=3)
+def test_sixteen_sessions_of_fifty_turns_store_every_turn_once(make_repo, data_dir: Path
+                                                              ) -> None:
+    configure(hooks__deadline_seconds=2.0, capture__consolidate_every=5)
     repos = [bind_repo(make_repo(name)).path for name in ("alpha", "beta")]
     started = time.monotonic()
-    run_sessions(repos, sessions=16, turns=12, data_dir=data_dir, keep_due=False)
-    expect_each_turn_once(data_dir, 16, 12)
-    print(f"16 x 12 turns in {time.monotonic() - started:.0f}s")
+    run_sessions(repos, sessions=16, turns=50, data_dir=data_dir, keep_due=False)
+    expect_each_turn_once(data_dir, 16, 50)
+    print(f"16 x 50 turns in {time.monotonic() - started:.0f}s")
 
 
 def test_rows_kept_permanently_due_lose_no_turn(make_repo, data_dir: Path) -> None:
     configure(hooks__deadline_seconds=2.0, capture__consolidate_every=3)
     repos = [bind_repo(make_repo(name)).path for name in ("alpha", "beta")]
-    run_sessions(repos, sessions=8, turns=10, data_dir=data_dir, keep_due=True)
-    expect_each_turn_once(data_dir, 8, 10)
+    run_sessions(repos, sessions=8, turns=25, data_dir=data_dir, keep_due=True)
+    expect_each_turn_once(data_dir, 8, 25)
