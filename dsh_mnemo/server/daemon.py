@@ -35,7 +35,6 @@ live figures come from asking the server itself (`state.query`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import queue
@@ -51,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, paths
+from ..fsutil import try_lock
 from ..hook import log
 from . import client
 
@@ -105,12 +105,8 @@ class Busy:
         with self.lock:
             self.count += 1
             if self.count == 1:
-                try:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    pass  # bookkeeping only
+                with contextlib.suppress(OSError):  # bookkeeping only
+                    self.fd = try_lock(self.path)
 
     def leave(self) -> None:
         with self.lock:
@@ -457,13 +453,7 @@ def take_lock(folder: Path) -> int | None:
     """The server lock's fd, or None if another server holds it."""
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    fd = os.open(folder / client.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    return try_lock(folder / client.LOCK_NAME)
 
 
 def serve(base: Path, settings: Any) -> int:
