@@ -196,7 +196,7 @@ class _Matrix:
     buffer: Any  # (capacity, dim) float32; rows [:len(ids)] are live
     dim: int
     files: tuple[Any, ...]  # the bank's files as last seen (stat)
-    counts: tuple[int, int, int]  # vectors of the model, their max rowid, memory rows
+    counts: tuple[int, int, int]  # the bank's vectors, their max rowid, its memory rows
 
     def view(self) -> Any:
         return self.buffer[:len(self.ids)]
@@ -217,14 +217,21 @@ def _files(db_path: Path) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _counts(conn: sqlite3.Connection, model_id: str) -> tuple[int, int, int]:
-    # Every model's rows (the primary key's index answers at once; a filter on the
-    # model would read every vector): another model's rows change only on reindex.
-    del model_id
+def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    # Every model's vectors (the primary key's index answers at once; a filter on
+    # the model would read every vector): another model's rows change only on reindex.
     count, top = rows(conn, f"SELECT count(*), coalesce(max(rowid), 0) FROM {TABLE}")[0]
     memories = sum(int(rows(conn, f"SELECT count(*) FROM {table}")[0][0])
                    for table in MEMORY_TABLES)
     return int(count), int(top), memories
+
+
+def _room(rows_needed: int, dim: int) -> Any:
+    """A float32 buffer for `rows_needed` vectors and a quarter more: a captured
+    turn then adds its row without copying the whole matrix."""
+    import numpy as np
+
+    return np.empty((rows_needed + rows_needed // 4 + 64, dim), dtype=np.float32)
 
 
 def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
@@ -247,8 +254,6 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
 def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: str,
             allow_global: bool) -> _Matrix | None:
     """The namespace's vectors, from the cache when the bank allows it."""
-    import numpy as np
-
     from ..embed.vectors import stack
 
     key = (str(db_path), namespace, model_id, allow_global)
@@ -260,57 +265,63 @@ def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: s
             _matrices[key] = cached  # most recently used last
     if cached is not None and cached.files == files:
         return cached
-    counts = _counts(conn, model_id)
-    if (cached is not None and counts[:2] == cached.counts[:2]
-            and counts[2] >= cached.counts[2]):
-        # No vector came or went (a recall count, a memory stored without a vector
-        # yet, a consolidation that only added): the matrix stands.
-        cached.files, cached.counts = files, counts
-        return cached
-    if cached is not None and counts[2] >= cached.counts[2] and counts[1] > cached.counts[1]:
-        # Vectors were written since (a captured turn; a memory stored again, whose
-        # vector is replaced under a new rowid) and no memory went: bring those rows
-        # in.  A memory deleted (forget, a consolidation that removes rows) lowers
-        # the count of memories and reads everything again.
-        ids, blobs, dim = _load(conn, namespace, model_id, clause, after=cached.counts[1])
-        if not ids or dim == cached.dim:
-            with _matrices_lock:
-                have = len(cached.ids)
-                buffer = cached.buffer
-                fresh = [(i, b) for i, b in zip(ids, blobs, strict=True)
-                         if i not in cached.index]
-                for i, b in zip(ids, blobs, strict=True):
-                    at = cached.index.get(i)
-                    if at is not None:
-                        buffer[at] = stack([b], dim)[0]  # its vector again, in place
-                need = have + len(fresh)
-                if need > buffer.shape[0]:
-                    buffer = np.empty((max(need, int(buffer.shape[0] * 1.5) + 64), cached.dim),
-                                      dtype=np.float32)
-                    buffer[:have] = cached.buffer[:have]
-                if fresh:
-                    buffer[have:need] = stack([b for _, b in fresh], dim)
-                index = dict(cached.index) if fresh else cached.index
-                index.update({i: have + n for n, (i, _) in enumerate(fresh)})
-                updated = _Matrix(cached.ids + [i for i, _ in fresh], index, buffer,
-                                  cached.dim, files, counts)
-                _matrices[key] = updated
-            return updated
+    counts = _counts(conn)
+    if cached is not None and counts[2] >= cached.counts[2]:
+        # No memory went (a forget, or a consolidation that removes rows, lowers the
+        # count of memories: then everything is read again).
+        if counts[:2] == cached.counts[:2]:
+            # No vector came or went (a recall count, a memory stored without a
+            # vector yet, a consolidation that only added): the matrix stands.
+            cached.files, cached.counts = files, counts
+            return cached
+        if counts[1] > cached.counts[1]:
+            # Vectors were written since (a captured turn; a memory stored again,
+            # whose vector is replaced under a new rowid): bring those rows in.
+            ids, blobs, dim = _load(conn, namespace, model_id, clause,
+                                    after=cached.counts[1])
+            if not ids or dim == cached.dim:
+                with _matrices_lock:
+                    updated = _with_rows(cached, ids, blobs, files, counts)
+                    _matrices[key] = updated
+                return updated
     ids, blobs, dim = _load(conn, namespace, model_id, clause)
     if not ids:
         with _matrices_lock:
             _matrices.pop(key, None)
         return None
-    loaded = stack(blobs, dim)
-    # Room to grow: a captured turn adds a row without copying the whole matrix.
-    buffer = np.empty((len(ids) + len(ids) // 4 + 64, dim), dtype=np.float32)
-    buffer[:len(ids)] = loaded
+    buffer = _room(len(ids), dim)
+    buffer[:len(ids)] = stack(blobs, dim)
     entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, buffer, dim, files, counts)
     with _matrices_lock:
         _matrices[key] = entry
         while len(_matrices) > MAX_CACHED:
             _matrices.pop(next(iter(_matrices)))
     return entry
+
+
+def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
+               files: tuple[Any, ...], counts: tuple[int, int, int]) -> _Matrix:
+    """`cached` with these rows: known ids get their vector again in place, new ones
+    are appended (into a bigger buffer when the room is used up)."""
+    from ..embed.vectors import stack
+
+    have, dim = len(cached.ids), cached.dim
+    fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
+    buffer = cached.buffer
+    for i, b in zip(ids, blobs, strict=True):
+        at = cached.index.get(i)
+        if at is not None:
+            buffer[at] = stack([b], dim)[0]
+    need = have + len(fresh)
+    if need > buffer.shape[0]:
+        buffer = _room(need, dim)
+        buffer[:have] = cached.buffer[:have]
+    if not fresh:
+        return _Matrix(cached.ids, cached.index, buffer, dim, files, counts)
+    buffer[have:need] = stack([b for _, b in fresh], dim)
+    index = dict(cached.index)
+    index.update({i: have + n for n, (i, _) in enumerate(fresh)})
+    return _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim, files, counts)
 
 
 def forget_matrices() -> None:
