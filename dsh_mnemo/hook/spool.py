@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -263,24 +263,20 @@ class Spool:
 
     def take(self, ids: set[str]) -> list[Turn]:
         """Claim the open turns among `ids` (a retry of turns a busy database sent back)."""
-        with self.locked() as state:
-            now, pid = now_ms(), os.getpid()
-            taken = []
-            for turn in state.turns:
-                if turn.id in ids and turn.claim_pid is None:
-                    turn.claim_pid, turn.claim_at, turn.stale = pid, now, True
-                    taken.append(turn)
-            return taken
+        return self._take_where(lambda t: t.id in ids and t.claim_pid is None)
 
     def take_stale(self) -> list[Turn]:
         """Claim only the turns whose claimer died (a pending prompt waits for its turn end)."""
+        return self._take_where(lambda t: t.claim_pid is not None
+                                and not _pid_alive(int(t.claim_pid)))
+
+    def _take_where(self, wanted: Callable[[Turn], bool]) -> list[Turn]:
+        """Claim, for this process and marked for a duplicate check, the turns `wanted`."""
         with self.locked() as state:
             now, pid = now_ms(), os.getpid()
-            taken = []
-            for turn in state.turns:
-                if turn.claim_pid is not None and not _pid_alive(int(turn.claim_pid)):
-                    turn.claim_pid, turn.claim_at, turn.stale = pid, now, True
-                    taken.append(turn)
+            taken = [t for t in state.turns if wanted(t)]
+            for turn in taken:
+                turn.claim_pid, turn.claim_at, turn.stale = pid, now, True
             return taken
 
     def end_turn(self, user: str | None, reply: str | None, cwd: str | None,
