@@ -555,9 +555,10 @@ def main() -> None:
                                capture_output=True)
             print("populating:", file=sys.stderr)
             plan = populate(base, sizes, args.pool, args.real)
-            subprocess.run([mnemo, "hooks", "install", "--harness", "claude-code"], env=env,
-                           check=True, capture_output=True)
             plan_file.write_text(json.dumps(plan, indent=1))
+        # Every run, so that a kept directory measures the wrapper of the code under test.
+        subprocess.run([mnemo, "hooks", "install", "--harness", "claude-code"], env=env,
+                       check=True, capture_output=True)
         wrapper = str(data_dir / "hooks" / "mnemo-hook.sh")
         cold_env = {**env, "MNEMO_NO_SERVER": "1"}
         repos = {int(k): v for k, v in plan["repos"].items()}

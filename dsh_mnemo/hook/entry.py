@@ -34,10 +34,11 @@ import select
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any
 
 from ..harnesses.registry import EVENTS, NAMES, neutral_output
-from ..server.client import process_age, read_fd
+from ..server.client import process_age, read_fd, run_dir
 from . import log, speed
 from .speed import fast_yaml
 
@@ -210,14 +211,30 @@ def start_server(environ: dict[str, str], base: Any, harness: str = "generic",
                  kind: str = "prompt") -> None:
     """Start `mnemo serve` for the next hook (with the harness's environment as it came)."""
     try:
-        from ..server.client import spawn_server
+        from ..server.client import server_running, spawn_server
 
+        if not server_running(run_dir(str(base))):
+            note_searched(base)
         if spawn_server(str(base), environ):
             log.write("started the resident server for the next hooks", harness=harness,
                       event=kind, level="info", base=base)
     except Exception as exc:  # noqa: BLE001 - this call is answered either way
         log.write(f"cannot start the resident server: {log.describe(exc)}", harness=harness,
                   event=kind, base=base)
+
+
+def note_searched(base: Any) -> None:
+    """Tell the server about to start which namespaces this process just searched."""
+    semantic = sys.modules.get("dsh_mnemo.memory.semantic")  # never imported for this
+    if semantic is None:
+        return
+    try:
+        from ..server import warm
+
+        warm.note(Path(base), semantic.searched())
+    except Exception as exc:  # noqa: BLE001 - the server then starts cold
+        log.write(f"cannot note the namespaces to warm: {log.describe(exc)}",
+                  harness="server", event="serve", base=base)
 
 
 def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,

@@ -61,6 +61,9 @@ class HookRun:
     defer: Callable[[Callable[[], None]], None] | None = None
     # Recall bookkeeping the prompt deferred (`store.recall(tracking=...)`).
     tracking: list[Any] = field(default_factory=list)
+    # The prompt's query vector, started as soon as the prompt is known
+    # (`query_vector`): the standing order and the recall share it.
+    pending: Any = None
 
     def log(self, message: str, level: str = "error") -> None:
         log.write(message, harness=self.harness, event=self.kind, level=level, base=self.base)
@@ -70,6 +73,14 @@ class HookRun:
             self.defer(work)
         else:
             work()
+
+    def query_vector(self, embed: Any, text: str) -> Any:
+        """`text`'s vector on its way (`embed.PendingQuery`), started once per call."""
+        from ..embed import PendingQuery
+
+        if self.pending is None or not self.pending.serves(embed, text):
+            self.pending = PendingQuery(embed, text)
+        return self.pending
 
 
 # ─── Text preparation ──────────────────────────────────────────────────────
@@ -140,6 +151,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             run.log(f"spool: {log.describe(exc)}")
     context_text = None
     if HARNESSES[run.harness].can_inject and not event.continuation:
+        early_query_vector(run, text)
         parts: list[str] = []
         try:
             # Harnesses without a session-start hook (or installs without it) get
@@ -170,6 +182,23 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             store_turns(run, spool, displaced)
 
     run.later(after)
+
+
+def early_query_vector(run: HookRun, text: str) -> None:
+    """Start embedding the prompt now, if the model is loaded already (a resident
+    server): it then runs beside the spool, the standing block and the context
+    resolution.  A hook process loads the model only once it knows the prompt
+    will be recalled (`recall_block`), so an unbound directory never pays for it."""
+    if not text.strip() or not run.settings["prefetch.enabled"]:
+        return
+    from ..memory import semantic
+
+    try:
+        embed = semantic.already_loaded(run.settings)
+        if embed is not None:
+            run.query_vector(embed, text[:MAX_QUERY_CHARS])
+    except Exception as exc:  # noqa: BLE001 - the recall starts it again
+        run.log(f"query vector: {log.describe(exc)}")
 
 
 def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
@@ -236,8 +265,11 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
     items = standing.list_standing(ctx, run.base)
     if not items:
         return None
-    ordered = standing.order_for(items, prompt=prompt or None,
-                                 embed=embedder(run) if prompt else None, base=run.base)
+    embed = embedder(run) if prompt else None
+    text = (prompt or "")[:MAX_QUERY_CHARS]
+    ordered = standing.order_for(items, prompt=text or None, embed=embed, base=run.base,
+                                 pending=run.query_vector(embed, text) if embed and text
+                                 else None)
     name = ctx.display_name or "workspace"
     return render_block([Line(content=s.content, level=s.level, timestamp=None)
                          for s in ordered], name, int(run.settings["standing.budget_chars"]),
@@ -291,10 +323,12 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
 
     top_k = int(run.settings["prefetch.top_k"])
     embed = embedder(run)
-    memories = storage.recall(ctx, query[:MAX_QUERY_CHARS], top_k=gate.overfetch(top_k),
+    text = query[:MAX_QUERY_CHARS]
+    memories = storage.recall(ctx, text, top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
                               temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed,
-                              tracking=run.tracking)
+                              tracking=run.tracking,
+                              pending=run.query_vector(embed, text) if embed else None)
     from ..memory.standing import SOURCE as STANDING
 
     # Standing memories reach the model once a session, in their own block: the

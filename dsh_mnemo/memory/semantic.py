@@ -89,6 +89,13 @@ def load(settings: Settings) -> LoadResult:
     return result
 
 
+def already_loaded(settings: Settings) -> Embedder | None:
+    """The configured embedder if this process loaded it already (never loads it)."""
+    backend, options = backend_options(settings)
+    result = _loaded.get((backend, tuple(sorted(options.items()))))
+    return result.embedder if result is not None else None
+
+
 def loaded_models() -> list[str]:
     """The model ids loaded in this process (the resident server reports them)."""
     return [r.embedder.model_id for r in list(_loaded.values()) if r.embedder is not None]
@@ -322,6 +329,37 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
     index = dict(cached.index)
     index.update({i: have + n for n, (i, _) in enumerate(fresh)})
     return _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim, files, counts)
+
+
+def searched() -> list[tuple[str, str, str, bool]]:
+    """The namespaces whose matrices this process keeps, most recently searched first:
+    (bank file, namespace, model id, with the bank's scope-global rows)."""
+    with _matrices_lock:
+        return list(reversed(_matrices))
+
+
+def warm(keys: Iterable[tuple[str, str, str, bool]], *, model_id: str,
+         limit: int = MAX_CACHED) -> int:
+    """Read the matrices of `keys` (`searched()` of an earlier process) now, so that
+    the first prompt there does not (a resident server's start-up: a 100,000-row
+    namespace is about a second of reading).  Only keys of `model_id` whose bank
+    still exists count; how many matrices were read."""
+    done = 0
+    for db_file, namespace, key_model, allow_global in list(keys)[:limit]:
+        db_path = Path(db_file)
+        if key_model != model_id or not db_path.is_file():
+            continue
+        conn = connect_readonly(db_path)
+        if conn is None:
+            continue
+        try:
+            with translate_sqlite_errors(db_path):
+                if _has_table(conn) and _matrix(conn, db_path, namespace, model_id,
+                                                bool(allow_global)) is not None:
+                    done += 1
+        finally:
+            conn.close()
+    return done
 
 
 def forget_matrices() -> None:

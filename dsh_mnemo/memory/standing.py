@@ -117,16 +117,23 @@ def mark_standing(target: Target, memory_id: str, base: Path | None = None) -> N
 
 
 def order_for(items: list[Standing], *, prompt: str | None = None, embed: Any = None,
-              base: Path | None = None) -> list[Standing]:
+              base: Path | None = None, pending: Any = None) -> list[Standing]:
     """Best first: the most relevant to the session's first prompt (when there is
-    one and a model to judge it), then the most important, then the newest."""
+    one and a model to judge it), then the most important, then the newest.
+
+    `pending` is the prompt's vector already on its way (`embed.PendingQuery`),
+    which the prompt's recall then uses too."""
     cosines: dict[str, float] = {}
     if prompt and embed is not None and items:
-        from ..embed import EmbedError
+        from ..embed import EmbedError, PendingQuery
         from . import semantic
 
         try:
-            query = embed.embed_queries([prompt])[0]
+            if pending is None or not pending.serves(embed, prompt):
+                pending = PendingQuery(embed, prompt)
+            query = pending.result()
+            if query is None:
+                raise EmbedError("no query vector")
             for bank in {s.bank for s in items}:
                 vectors = semantic.vectors_of(paths.bank_db_path(bank, base),
                                               [s.id for s in items if s.bank == bank],

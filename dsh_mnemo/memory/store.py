@@ -250,7 +250,8 @@ LEXICAL_TOP = 5
 
 def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: float = 0.0,
            temporal_halflife: float | None = None, base: Path | None = None,
-           embed: Any = None, tracking: list[Any] | None = None) -> list[Memory]:
+           embed: Any = None, tracking: list[Any] | None = None,
+           pending: Any = None) -> list[Memory]:
     """The context's memories plus global ones matching `query`, best first.
 
     With an embedder the recall is hybrid: upstream's lexical candidates and
@@ -260,25 +261,91 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
     namespace (`best`, `mean`, `std`, `count`) for the prefetch gate.  An
     embedder that fails mid-call falls back to lexical recall.  With a
     `tracking` list the recall only reads (`driver.recall`): apply what it
-    collects with `record_recalls` once the answer is out.
+    collects with `record_recalls` once the answer is out.  `pending` is
+    the query's vector already on its way (`embed.PendingQuery` of `embed`
+    and `query`), when the caller started it earlier.
     """
     if not query or not query.strip():
         raise RefusedError("the query is empty")
     if top_k < 1:
         raise RefusedError("--top-k must be at least 1")
+    # With an embedder, the query's embedding and then the nearest vectors run
+    # in a thread of their own while this one reads the lexical candidates (C
+    # and numpy release the GIL): a prompt waits for the slower of the two.
+    leg = None
     if embed is not None:
-        from ..embed import EmbedError
+        if pending is None or not pending.serves(embed, query):
+            from ..embed import PendingQuery
+
+            pending = PendingQuery(embed, query)
+        leg = _VectorLeg(ctx, pending, embed.model_id, nearest_fetch(top_k), base)
+    lexical = _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
+                       temporal_halflife=temporal_halflife, tracking=tracking)
+    searched = leg.result() if leg is not None else None
+    if searched is None:
+        return lexical
+    return _hybrid(ctx, lexical, searched, embed.model_id, top_k=top_k, base=base)
+
+
+def nearest_fetch(top_k: int) -> int:
+    """How many nearest vectors per bank a hybrid recall of `top_k` considers."""
+    return max(top_k * 3, 15)
+
+
+@dataclass
+class _Searched:
+    """One bank's nearest vectors to the prompt, with their rows."""
+
+    target: Target
+    candidates: list[Any]  # semantic.Candidate, best first
+    profile: Any  # semantic.Profile: the prompt's scores over the namespace
+    rows: dict[str, Memory]  # the candidates' memories, read from the bank
+
+
+class _VectorLeg:
+    """The query vector, then each bank's nearest memories, in a thread of their own.
+
+    `result()` is a `_Searched` per bank (the context's, then the global one),
+    or None when the model failed (the recall is lexical); other errors are
+    raised in the caller's thread."""
+
+    def __init__(self, ctx: MemoryContext, pending: Any, model_id: str, limit: int,
+                 base: Path | None) -> None:
+        import threading
+
+        own = read_target(ctx)
+        self._targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
+        self._pending, self._model_id, self._limit, self._base = pending, model_id, limit, base
+        self._found: list[_Searched] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="mnemo-vector-recall",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from . import semantic
 
         try:
-            vector = embed.embed_queries([query])[0]
-        except EmbedError:
-            vector = None
-        if vector is not None:
-            return _hybrid(ctx, query, vector, embed.model_id, top_k=top_k, base=base,
-                           temporal_weight=temporal_weight,
-                           temporal_halflife=temporal_halflife, tracking=tracking)
-    return _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
-                    temporal_halflife=temporal_halflife, tracking=tracking)
+            vector = self._pending.result()
+            if vector is None:
+                return
+            found = []
+            for target in self._targets:
+                db_path = target.db_path(self._base)
+                candidates, profile = semantic.search(db_path, target.namespace, vector,
+                                                      self._model_id, limit=self._limit)
+                rows = {m.id: m for m in _rows_by_id(target, [c.id for c in candidates],
+                                                      self._base)}
+                found.append(_Searched(target, candidates, profile, rows))
+            self._found = found
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread instead
+            self._error = exc
+
+    def result(self) -> list[_Searched] | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
 
 
 def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
@@ -307,32 +374,32 @@ def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
     return merged[:top_k]
 
 
-def _hybrid(ctx: MemoryContext, query: str, vector: Any, model_id: str, *, top_k: int,
-            base: Path | None, temporal_weight: float,
-            temporal_halflife: float | None, tracking: list[Any] | None = None) -> list[Memory]:
+def _hybrid(ctx: MemoryContext, lexical_hits: list[Memory], searched: list[_Searched],
+            model_id: str, *, top_k: int, base: Path | None) -> list[Memory]:
+    """Fuse `lexical_hits` (`_lexical` of the same `top_k`) with each bank's nearest
+    vectors (`_VectorLeg`).
+
+    The vectors are searched wider than the lexical hits (`nearest_fetch`):
+    they are cheap (one matrix product over the namespace), while upstream's
+    lexical scoring grows with the candidates it is asked for; lexical ranks
+    past `top_k` could only add memories whose similarity the gate rejects.
+    """
     from . import semantic
 
-    own = read_target(ctx)
-    wanted = max(top_k * 3, 15)
     lexical: dict[str, tuple[int, Memory]] = {}
-    for rank, memory in enumerate(_lexical(ctx, query, top_k=wanted, base=base,
-                                           temporal_weight=temporal_weight,
-                                           temporal_halflife=temporal_halflife,
-                                           tracking=tracking)):
+    for rank, memory in enumerate(lexical_hits):
         lexical.setdefault(memory.id, (rank, memory))
     found: dict[str, Memory] = {}
     profiles: list[Any] = []
     vectors: dict[str, Any] = {}
-    targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
-    for target in targets:
+    for bank in searched:
+        target, bank_profile = bank.target, bank.profile
         db_path = target.db_path(base)
-        candidates, bank_profile = semantic.search(db_path, target.namespace, vector,
-                                                   model_id, limit=wanted)
         profiles.append(bank_profile)
-        vectors.update({c.id: c.vector for c in candidates})
-        nearest = [c.id for c in candidates if c.id not in lexical]
-        for memory in _rows_by_id(target, nearest, base):
-            found.setdefault(memory.id, memory)
+        vectors.update({c.id: c.vector for c in bank.candidates})
+        for c in bank.candidates:
+            if c.id not in lexical and c.id in bank.rows:
+                found.setdefault(c.id, bank.rows[c.id])
         # lexical hits of this bank need their vectors for the gate's comparisons
         missing = [i for i, (_, m) in lexical.items() if m.bank == target.bank
                    and i in bank_profile and i not in vectors]

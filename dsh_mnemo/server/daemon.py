@@ -7,7 +7,8 @@ code** as a hook process (`hook.entry.handle_event`): one implementation,
 two transports.  What differs is where work after the answer goes: a hook
 process does it itself, the server queues it for its one housekeeping
 thread, so a prompt is never answered behind another session's stores or a
-consolidation (the prompt path only reads).
+consolidation (the prompt path only reads), and that thread starts no job
+while a prompt is being answered (it waits up to `YIELD_SECONDS` for a gap).
 
 - **Socket**: `<data dir>/run/mnemo.sock`, 0600 in a 0700 directory; each
   peer's uid is checked (`SO_PEERCRED`) and another user's is refused.
@@ -41,6 +42,7 @@ import queue
 import signal
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +57,10 @@ from ..hook import log
 from . import client
 
 ANSWER_THREADS = 4
+# Housekeeping starts no job while a prompt is being answered (the CPU is the
+# prompt's), but waits at most this long for a gap between prompts.
+YIELD_SECONDS = 2.0
+ANSWERED_FIRST = ("prompt", "session-start")
 REQUEST_READ_SECONDS = 5.0
 DRAIN_SECONDS = 60.0  # what a stopping server gives its queued stores
 MAX_REQUEST_BYTES = client.MAX_STDIN_BYTES + 1024 * 1024
@@ -137,6 +143,8 @@ class Server:
         self.listener: socket.socket | None = None
         self.socket_identity: tuple[int, int] | None = None
         self.settings_lock = threading.Lock()
+        self.prompts = 0  # prompts (and session starts) being answered
+        self.prompts_done = threading.Condition()
 
     # ─── Lifetime ──────────────────────────────────────────────────────────
 
@@ -169,6 +177,7 @@ class Server:
         self._close_listener()
         self.jobs.put(None)
         housekeeper.join(DRAIN_SECONDS)
+        self._note_searched()
         self._remove_state()
         log.write(f"resident server exits ({self.stop_reason or 'stopped'}) after "
                   f"{self.requests} request(s)", harness="server", event="serve",
@@ -308,12 +317,20 @@ class Server:
 
         kind, harness = parse_argv([event, "--harness", fields.get("harness", "generic")])
         self.requests += 1
+        first = kind in ANSWERED_FIRST
         answer = Answer(deliver=lambda text: _send(conn, client.OK
                                                    + text.encode("utf-8", "replace")))
+        if first:
+            with self.prompts_done:
+                self.prompts += 1
         try:
             handle_event(answer, kind, harness, body, settings, self.base, environ=environ,
                          process_cwd=fields.get("cwd") or None, defer=self._after_answer)
         finally:
+            if first:
+                with self.prompts_done:
+                    self.prompts -= 1
+                    self.prompts_done.notify_all()
             self._end_transactions(f"{harness} {kind}")
 
     def _after_answer(self, work: Callable[[], None]) -> None:
@@ -370,6 +387,8 @@ class Server:
             work = self.jobs.get()
             if work is None:
                 return
+            with self.prompts_done:
+                self.prompts_done.wait_for(lambda: self.prompts == 0, timeout=YIELD_SECONDS)
             try:
                 work()
             except BaseException as exc:  # noqa: BLE001 - the next job still runs
@@ -393,13 +412,32 @@ class Server:
                       harness="server", event="serve", level="warning", base=self.base)
 
     def _warm_up(self) -> None:
-        """Load what the first prompt would otherwise wait for."""
+        """Load what the first prompt would otherwise wait for: upstream, the
+        model, and the matrices of the namespaces searched last (`warm`)."""
         from ..hook.handlers import _storage
         from ..memory import semantic
+        from . import warm
 
         _storage()
-        if self.settings["embeddings.backend"] != "none":
-            semantic.load(self.settings)
+        if self.settings["embeddings.backend"] == "none":
+            return
+        embed = semantic.load(self.settings).embedder
+        if embed is None:
+            return
+        started = time.monotonic()
+        read = semantic.warm(warm.load(self.base), model_id=embed.model_id)
+        if read:
+            log.write(f"read the vectors of {read} namespace(s) searched last in "
+                      f"{time.monotonic() - started:.2f}s", harness="server", event="serve",
+                      level="info", base=self.base)
+
+    def _note_searched(self) -> None:
+        from . import warm
+
+        semantic = sys.modules.get("dsh_mnemo.memory.semantic")
+        if semantic is not None:
+            with contextlib.suppress(Exception):  # the next server then starts cold
+                warm.note(self.base, semantic.searched())
 
     def _replay(self) -> None:
         """Store the turns a killed server or worker had claimed."""

