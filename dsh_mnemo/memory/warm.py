@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import client
+from ..server import client
+from .semantic import MAX_CACHED as LIMIT
 
 WARM_NAME = "warm.json"
-LIMIT = 8  # semantic.MAX_CACHED (not imported: this module loads no numpy)
 
 Key = tuple[str, str, str, bool]
 

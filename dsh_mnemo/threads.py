@@ -1,0 +1,36 @@
+"""A call run in a thread of its own from the moment it is made."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class InThread:
+    """`work()` started in a daemon thread now; `result()` waits for it.
+
+    `result()` returns what `work` returned, or raises in the caller's thread
+    what it raised (a daemon thread's exception would otherwise only reach
+    stderr).  Meant for C work that releases the GIL (an embedding, a matrix
+    product) overlapping Python work in the caller.
+    """
+
+    def __init__(self, work: Callable[[], Any], name: str) -> None:
+        self._work = work
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread instead
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
