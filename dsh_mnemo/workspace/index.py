@@ -31,7 +31,7 @@ from typing import Any
 from .. import paths
 from ..errors import DataError
 from ..faults import fault
-from ..fsutil import atomic_write_text, file_lock
+from ..fsutil import atomic_write_text, file_lock, try_lock
 from .identity import bank_for, is_workspace_namespace, namespace_for
 
 INDEX_VERSION = 1
@@ -354,6 +354,7 @@ class Index:
 
     def load(self) -> IndexData:
         """The current index; a corrupt file is set aside and the index rebuilt."""
+        self._sweep_if_unlocked()
         try:
             return self.read() or IndexData()
         except IndexCorrupt:
@@ -376,6 +377,26 @@ class Index:
             after = json.dumps(data.to_json(), sort_keys=True)
             if after != before or not self.path.exists():
                 self._write(data)
+
+    def _sweep_if_unlocked(self) -> None:
+        """A writer killed mid-write leaves a temporary file that the next transaction
+        removes; a caller that then only loads (a command whose work was already
+        done) removes it too, when no writer holds the lock at that moment."""
+        names = (self.path.name, self.last_good_path.name, NOTICES_FILE)
+        try:
+            stale = any(entry.startswith(tuple(f".{n}." for n in names))
+                        and entry.endswith(".tmp") for entry in os.listdir(self.path.parent))
+        except OSError:
+            return
+        if not stale:
+            return
+        with contextlib.suppress(OSError):
+            fd = try_lock(self.lock_path)
+            if fd is not None:
+                try:
+                    self._sweep_temporary_files()
+                finally:
+                    os.close(fd)
 
     def _sweep_temporary_files(self) -> None:
         """Remove what a writer killed mid-write left (the lock is held).

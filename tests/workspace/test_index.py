@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -85,6 +86,25 @@ def test_a_transaction_sweeps_what_a_killed_writer_left(data_dir: Path) -> None:
     with Index().transaction() as data:
         data.workspaces.append(_entry("id:a"))
     assert not any(p.exists() for p in left) and other.exists()
+
+
+def test_a_load_sweeps_them_too_unless_a_writer_holds_the_lock(data_dir: Path) -> None:
+    """A command killed mid-write and run again may find its work done and only
+    load the index: the temporary file its first run left must still go."""
+    with Index().transaction() as data:
+        data.workspaces.append(_entry("id:a"))
+    left = data_dir / ".identity.json.last-good.k1ll3d.tmp"
+    left.write_text("half")
+    index = Index()
+    held = try_lock(index.lock_path)
+    assert held is not None
+    try:
+        assert [e.identityKey for e in index.load().workspaces] == ["id:a"]
+        assert left.exists()  # a writer may be mid-write: not ours to remove
+    finally:
+        os.close(held)
+    assert [e.identityKey for e in index.load().workspaces] == ["id:a"]
+    assert not left.exists()
 
 
 def test_failed_transaction_changes_nothing(data_dir: Path) -> None:
