@@ -36,12 +36,25 @@ def from_bytes(blob: bytes | bytearray | memoryview, dim: int | None = None) -> 
     return vec
 
 
-def stack(blobs: Iterable[bytes | bytearray | memoryview], dim: int) -> Matrix:
-    """Many stored vectors as one (n, dim) matrix, in order."""
-    raw = b"".join(bytes(b) for b in blobs)
+def stack(blobs: Iterable[bytes | bytearray | memoryview], dim: int, *,
+          into: Matrix | None = None) -> Matrix:
+    """Many stored vectors as one (n, dim) matrix, in order.
+
+    With `into` (a float32 buffer of at least n rows) the vectors are decoded
+    straight into its first n rows, which are returned: one copy of the data
+    instead of three (a namespace of 100,000 vectors is 150 MB).
+    """
+    raw = b"".join(blobs)
     if len(raw) % (4 * dim):
         raise ValueError(f"blobs do not hold whole {dim}-d float32 vectors")
-    return np.frombuffer(raw, dtype=_LE_F32).astype(np.float32).reshape(-1, dim)
+    decoded = np.frombuffer(raw, dtype=_LE_F32).reshape(-1, dim)
+    if into is None:
+        return decoded.astype(np.float32)
+    rows = decoded.shape[0]
+    if into.shape[0] < rows or into.shape[1] != dim:
+        raise ValueError(f"buffer of shape {into.shape} cannot take {rows} {dim}-d vectors")
+    into[:rows] = decoded
+    return into[:rows]
 
 
 def normalize(matrix: npt.ArrayLike) -> Matrix:

@@ -33,6 +33,17 @@ def test_stack_rebuilds_a_matrix_in_order() -> None:
         vectors.stack([b"\x00" * 12], dim=2)
 
 
+def test_stack_decodes_straight_into_a_buffer_with_room() -> None:
+    rows = [np.array([i, -i], dtype=np.float32) for i in range(3)]
+    buffer = np.full((5, 2), 7.0, dtype=np.float32)
+    out = vectors.stack([vectors.to_bytes(r) for r in rows], dim=2, into=buffer)
+    assert np.shares_memory(out, buffer) and np.array_equal(out, np.stack(rows))
+    assert np.array_equal(buffer[3:], np.full((2, 2), 7.0))  # the room is left alone
+    with pytest.raises(ValueError):
+        vectors.stack([vectors.to_bytes(r) for r in rows], dim=2,
+                      into=np.zeros((2, 2), dtype=np.float32))
+
+
 def test_cosine_normalises_and_dot_does_not() -> None:
     m = np.array([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]], dtype=np.float32)
     assert np.allclose(vectors.cosine([5.0, 0.0], m), [1.0, 0.0, 2 ** -0.5])

