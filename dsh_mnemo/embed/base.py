@@ -95,3 +95,10 @@ class PendingQuery:
     def serves(self, embed: Embedder, text: str) -> bool:
         """Is this the vector `embed` would give `text`?"""
         return self.embed is embed and self.text == text
+
+    @classmethod
+    def reuse(cls, pending: PendingQuery | None, embed: Embedder, text: str) -> PendingQuery:
+        """`pending` if it is `text`'s vector from `embed`, else one started now."""
+        if pending is not None and pending.serves(embed, text):
+            return pending
+        return cls(embed, text)

@@ -225,13 +225,12 @@ def start_server(environ: dict[str, str], base: Any, harness: str = "generic",
 
 def note_searched(base: Any) -> None:
     """Tell the server about to start which namespaces this process just searched."""
-    semantic = sys.modules.get("dsh_mnemo.memory.semantic")  # never imported for this
-    if semantic is None:
-        return
+    if "dsh_mnemo.memory.semantic" not in sys.modules:
+        return  # nothing searched: not worth importing it to learn that
     try:
         from ..memory import warm
 
-        warm.note(Path(base), semantic.searched())
+        warm.note_searched(Path(base))
     except Exception as exc:  # noqa: BLE001 - the server then starts cold
         log.write(f"cannot note the namespaces to warm: {log.describe(exc)}",
                   harness="server", event="serve", base=base)

@@ -78,8 +78,7 @@ class HookRun:
         """`text`'s vector on its way (`embed.PendingQuery`), started once per call."""
         from ..embed import PendingQuery
 
-        if self.pending is None or not self.pending.serves(embed, text):
-            self.pending = PendingQuery(embed, text)
+        self.pending = PendingQuery.reuse(self.pending, embed, text)
         return self.pending
 
 

@@ -125,22 +125,15 @@ def order_for(items: list[Standing], *, prompt: str | None = None, embed: Any = 
     which the prompt's recall then uses too."""
     cosines: dict[str, float] = {}
     if prompt and embed is not None and items:
-        from ..embed import EmbedError, PendingQuery
+        from ..embed import PendingQuery
         from . import semantic
 
-        try:
-            if pending is None or not pending.serves(embed, prompt):
-                pending = PendingQuery(embed, prompt)
-            query = pending.result()
-            if query is None:
-                raise EmbedError("no query vector")
-            for bank in {s.bank for s in items}:
-                vectors = semantic.vectors_of(paths.bank_db_path(bank, base),
-                                              [s.id for s in items if s.bank == bank],
-                                              embed.model_id)
-                cosines.update({i: float(v @ query) for i, v in vectors.items()})
-        except EmbedError:
-            cosines = {}
+        query = PendingQuery.reuse(pending, embed, prompt).result()  # None: the model failed
+        for bank in {s.bank for s in items} if query is not None else ():
+            vectors = semantic.vectors_of(paths.bank_db_path(bank, base),
+                                          [s.id for s in items if s.bank == bank],
+                                          embed.model_id)
+            cosines.update({i: float(v @ query) for i, v in vectors.items()})
     return sorted(items, key=lambda s: (-cosines.get(s.id, 0.0), -s.importance,
                                         _negated(s.timestamp)))
 

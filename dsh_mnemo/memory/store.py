@@ -274,17 +274,16 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
     # and numpy release the GIL): a prompt waits for the slower of the two.
     leg = None
     if embed is not None:
-        if pending is None or not pending.serves(embed, query):
-            from ..embed import PendingQuery
+        from ..embed import PendingQuery
 
-            pending = PendingQuery(embed, query)
-        leg = _VectorLeg(ctx, pending, embed.model_id, nearest_fetch(top_k), base)
+        leg = _VectorLeg(ctx, PendingQuery.reuse(pending, embed, query), embed.model_id,
+                         nearest_fetch(top_k), base)
     lexical = _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
                        temporal_halflife=temporal_halflife, tracking=tracking)
     searched = leg.result() if leg is not None else None
     if searched is None:
         return lexical
-    return _hybrid(ctx, lexical, searched, embed.model_id, top_k=top_k, base=base)
+    return _hybrid(lexical, searched, embed.model_id, top_k=top_k, base=base)
 
 
 def nearest_fetch(top_k: int) -> int:
@@ -364,8 +363,8 @@ def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
     return merged[:top_k]
 
 
-def _hybrid(ctx: MemoryContext, lexical_hits: list[Memory], searched: list[_Searched],
-            model_id: str, *, top_k: int, base: Path | None) -> list[Memory]:
+def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str, *,
+            top_k: int, base: Path | None) -> list[Memory]:
     """Fuse `lexical_hits` (`_lexical` of the same `top_k`) with each bank's nearest
     vectors (`_VectorLeg`).
 
@@ -380,12 +379,11 @@ def _hybrid(ctx: MemoryContext, lexical_hits: list[Memory], searched: list[_Sear
     for rank, memory in enumerate(lexical_hits):
         lexical.setdefault(memory.id, (rank, memory))
     found: dict[str, Memory] = {}
-    profiles: list[Any] = []
+    profiles = [bank.profile for bank in searched]
     vectors: dict[str, Any] = {}
     for bank in searched:
         target, bank_profile = bank.target, bank.profile
         db_path = target.db_path(base)
-        profiles.append(bank_profile)
         vectors.update({c.id: c.vector for c in bank.candidates})
         for c in bank.candidates:
             if c.id not in lexical and c.id in bank.rows:

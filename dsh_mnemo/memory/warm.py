@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..server import client
+from . import semantic
 from .semantic import MAX_CACHED as LIMIT
 
 WARM_NAME = "warm.json"
@@ -63,3 +64,8 @@ def note(base: Path, searched: Iterable[Any]) -> None:
     with contextlib.suppress(OSError):
         atomic_write_text(_path(base), json.dumps([list(k) for k in merged[:LIMIT]]) + "\n",
                           mode=0o600)
+
+
+def note_searched(base: Path) -> None:
+    """Put what this process searched ahead of the list."""
+    note(base, semantic.searched())

@@ -42,7 +42,6 @@ import queue
 import signal
 import socket
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -433,10 +432,8 @@ class Server:
     def _note_searched(self) -> None:
         from ..memory import warm
 
-        semantic = sys.modules.get("dsh_mnemo.memory.semantic")
-        if semantic is not None:
-            with contextlib.suppress(Exception):  # the next server then starts cold
-                warm.note(self.base, semantic.searched())
+        with contextlib.suppress(Exception):  # the next server then starts cold
+            warm.note_searched(self.base)
 
     def _replay(self) -> None:
         """Store the turns a killed server or worker had claimed."""

@@ -18,6 +18,7 @@ markers as workspaces are seen.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import os
 import re
@@ -382,13 +383,7 @@ class Index:
         """A writer killed mid-write leaves a temporary file that the next transaction
         removes; a caller that then only loads (a command whose work was already
         done) removes it too, when no writer holds the lock at that moment."""
-        names = (self.path.name, self.last_good_path.name, NOTICES_FILE)
-        try:
-            stale = any(entry.startswith(tuple(f".{n}." for n in names))
-                        and entry.endswith(".tmp") for entry in os.listdir(self.path.parent))
-        except OSError:
-            return
-        if not stale:
+        if not self._temporary_files():
             return
         with contextlib.suppress(OSError):
             fd = try_lock(self.lock_path)
@@ -398,16 +393,27 @@ class Index:
                 finally:
                     os.close(fd)
 
+    def _temporary_files(self) -> list[Path]:
+        """The temporary files of the index, its last good copy and the notices
+        (one listing of the data dir)."""
+        patterns = [f".{name}.*.tmp" for name in
+                    (self.path.name, self.last_good_path.name, NOTICES_FILE)]
+        try:
+            entries = os.listdir(self.path.parent)
+        except OSError:
+            return []
+        return [self.path.parent / entry for entry in entries
+                if any(fnmatch.fnmatchcase(entry, pattern) for pattern in patterns)]
+
     def _sweep_temporary_files(self) -> None:
         """Remove what a writer killed mid-write left (the lock is held).
 
         The index, its last good copy and the notices are only written under
         this lock, so a temporary file of theirs that exists now is stale.
         """
-        for name in (self.path.name, self.last_good_path.name, NOTICES_FILE):
-            for leftover in self.path.parent.glob(f".{name}.*.tmp"):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
+        for leftover in self._temporary_files():
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
     def _write(self, data: IndexData) -> None:
         """The index, then its last good copy (both atomic); the lock is held."""

@@ -57,3 +57,16 @@ def test_any_other_error_is_raised_where_the_result_is_asked_for() -> None:
     pending = PendingQuery(embed, "q")
     with pytest.raises(ValueError, match="a bug"):
         pending.result()
+
+
+def test_reuse_keeps_the_vector_on_its_way_only_for_the_same_model_and_text() -> None:
+    embed = Embedder()
+    embed.release.set()
+    pending = PendingQuery(embed, "q")
+    assert PendingQuery.reuse(pending, embed, "q") is pending
+    other_text = PendingQuery.reuse(pending, embed, "another prompt")
+    other_model = PendingQuery.reuse(pending, Embedder(), "q")
+    assert other_text is not pending and other_text.serves(embed, "another prompt")
+    assert other_model is not pending
+    assert PendingQuery.reuse(None, embed, "q").serves(embed, "q")
+    other_model.embed.release.set()

@@ -98,6 +98,13 @@ def reopen(t: Target) -> object:
     return driver.instance(t)
 
 
+def reopens_without_ddl(seen: Statements, t: Target) -> bool:
+    """Does the next process's open of `t` run none of upstream's DDL?"""
+    seen.clear()
+    reopen(t)
+    return seen.ddl() == []
+
+
 def stored_fingerprint(db: Path) -> list[tuple[str, str]]:
     return query(db, "SELECT key, value FROM mnemo_meta")
 
@@ -116,9 +123,7 @@ def test_the_second_open_of_a_bank_runs_no_ddl(traced) -> None:
     assert len(seen.ddl()) > 100  # upstream's whole DDL, the first time
     assert [key for key, _ in stored_fingerprint(db)] == ["upstream_schema"]
 
-    seen.clear()
-    reopen(t)
-    assert seen.ddl() == []
+    assert reopens_without_ddl(seen, t)
     assert seen.writes() == []  # and no write at all
     # Fully working: the write path (filter, extraction tables) and recall.
     memory_id = driver.remember(t, "We deploy with make release from main.", source="user",
@@ -141,9 +146,7 @@ def test_a_bank_missing_an_index_gets_the_ddl_again(traced) -> None:
     assert any("idx_wm_event_date" in s for s in seen.ddl())
     assert query(db, "SELECT 1 FROM sqlite_master WHERE name = 'idx_wm_event_date'") == [(1,)]
     assert stored_fingerprint(db) == before  # the same schema again
-    seen.clear()
-    reopen(t)
-    assert seen.ddl() == []
+    assert reopens_without_ddl(seen, t)
 
 
 def test_a_bank_missing_a_table_and_a_column_gets_them_back(traced) -> None:
@@ -161,9 +164,7 @@ def test_a_bank_missing_a_table_and_a_column_gets_them_back(traced) -> None:
     assert seen.ddl()
     assert query(db, "SELECT name FROM sqlite_master WHERE name = 'gists'") == [("gists",)]
     assert "binary_vector" in columns(db, "episodic_memory")
-    seen.clear()
-    reopen(t)
-    assert seen.ddl() == []
+    assert reopens_without_ddl(seen, t)
 
 
 def test_a_ddl_error_upstream_swallows_leaves_no_fingerprint(traced) -> None:
@@ -183,9 +184,7 @@ def test_a_ddl_error_upstream_swallows_leaves_no_fingerprint(traced) -> None:
     assert len(seen.ddl()) > 100
     assert "degraded_at" in columns(db, "episodic_memory")
     assert [key for key, _ in stored_fingerprint(db)] == ["upstream_schema"]
-    seen.clear()
-    reopen(t)
-    assert seen.ddl() == []
+    assert reopens_without_ddl(seen, t)
 
 
 def test_another_upstream_release_runs_the_ddl(traced, monkeypatch) -> None:
@@ -200,9 +199,7 @@ def test_another_upstream_release_runs_the_ddl(traced, monkeypatch) -> None:
     reopen(t)
     assert len(seen.ddl()) > 100
     assert stored_fingerprint(db) != first  # vouching for the new release now
-    seen.clear()
-    reopen(t)
-    assert seen.ddl() == []
+    assert reopens_without_ddl(seen, t)
 
 
 def test_other_upstream_code_under_the_same_version_runs_the_ddl(traced, monkeypatch) -> None:
