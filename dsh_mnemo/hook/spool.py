@@ -25,7 +25,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SPOOL_VERSION = 1
@@ -78,10 +78,13 @@ class Turn:
             return None
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data.pop("stale")
-        if data["reply"] is None:
-            data.pop("reply")
+        # Spelled out, not `asdict` (a deep copy per field): every turn end of a
+        # session rewrites its spool, on the path the harness waits for.
+        data: dict[str, object] = {"id": self.id, "text": self.text, "cwd": self.cwd,
+                                   "session_id": self.session_id, "at": self.at,
+                                   "claim_pid": self.claim_pid, "claim_at": self.claim_at}
+        if self.reply is not None:
+            data["reply"] = self.reply
         return data
 
     @property

@@ -67,6 +67,11 @@ ACCEPT_POLL_SECONDS = 0.5
 TEST_DELAY_ENV = "MNEMO_SERVER_TEST_DELAY"  # test-only, sent by the client like any MNEMO_*
 
 
+# Not resolved: stat follows a swapped symlink (a reinstalled prefix) at each call.
+_CODE_FILES = (Path(os.path.abspath(__file__)).parent.parent / "__init__.py",
+               Path(os.path.abspath(__file__)))
+
+
 def code_stamp() -> tuple[Any, ...]:
     """What identifies the installed code: its version and its files' identity.
 
@@ -74,7 +79,7 @@ def code_stamp() -> tuple[Any, ...]:
     the disk retires at the next call.
     """
     stamp: list[Any] = [__version__]
-    for path in (Path(__file__).resolve().parent.parent / "__init__.py", Path(__file__)):
+    for path in _CODE_FILES:
         try:
             info = path.stat()
             stamp.append((info.st_mtime_ns, info.st_size, info.st_ino))

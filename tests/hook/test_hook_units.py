@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from dsh_mnemo.harnesses.registry import format_output, neutral_output
 from dsh_mnemo.hook import gate, inject, log
 from dsh_mnemo.hook.entry import parse_argv
 from dsh_mnemo.hook.events import BadEvent, decode_payload, parse_event
-from dsh_mnemo.hook.spool import Spool
+from dsh_mnemo.hook.spool import Spool, Turn
 from dsh_mnemo.hook.strip import strip_injected
 from tests.hook.conftest import EVENTS, HARNESSES, PAYLOADS, payload
 
@@ -245,6 +245,18 @@ def test_strip_removes_own_block_hint_and_harness_reminders() -> None:
 
 
 # ─── Spool ─────────────────────────────────────────────────────────────────
+
+def test_a_spooled_turn_keeps_every_field_but_the_in_memory_flag() -> None:
+    turn = Turn(id="t1", text="deploy how?", cwd="/w", session_id="S", at=7, claim_pid=42,
+                claim_at=9, reply="With make release.", stale=True)
+    data = turn.to_json()
+    # a field added to Turn and forgotten in to_json would be lost on every save
+    assert set(data) == {f.name for f in fields(Turn)} - {"stale"}
+    again = Turn.from_json(json.loads(json.dumps(data)))
+    assert again == Turn(id="t1", text="deploy how?", cwd="/w", session_id="S", at=7,
+                         claim_pid=42, claim_at=9, reply="With make release.")
+    assert "reply" not in Turn(id="t2", text="x", cwd=None, session_id=None, at=1).to_json()
+
 
 def test_spool_pairs_and_never_hands_a_turn_out_twice(tmp_path: Path) -> None:
     spool = Spool(tmp_path, "claude-code", "S", "/w")
