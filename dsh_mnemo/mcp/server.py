@@ -187,6 +187,19 @@ def _where(path: str | None, roots: ListRootsResult | None,
     return choose_directory(path, _root_paths(roots), Path.cwd(), settings)
 
 
+async def _in_project(path: str | None, roots: ListRootsResult | None,
+                      command: Callable[[Settings, Path], Report]) -> CallToolResult:
+    """Run `command(settings, directory)` for a directory that has a memory (the tool's
+    `path`, or the client's roots); an unbound directory is a tool error that says how
+    to bind it."""
+    def call() -> Report:
+        settings = _settings()
+        directory = _where(path, roots, settings)
+        _bound_context(directory, settings)
+        return command(settings, directory)
+    return await _run(call)
+
+
 def build_server() -> MCPServer:
     server = MCPServer("mnemo", title="mnemo project memory", version=__version__,
                        instructions=INSTRUCTIONS, log_level="WARNING")
@@ -243,14 +256,10 @@ def build_server() -> MCPServer:
         path: PathArg = None,
         roots: Roots = None,
     ) -> CallToolResult:
-        def call() -> Report:
-            from ..commands import memory as commands
+        from ..commands import memory as commands
 
-            settings = _settings()
-            directory = _where(path, roots, settings)
-            _bound_context(directory, settings)
-            return commands.recall(settings, query, top_k=top_k, cwd=directory)
-        return await _run(call)
+        return await _in_project(path, roots, lambda settings, directory: commands.recall(
+            settings, query, top_k=top_k, cwd=directory))
 
     @server.tool(
         description="Delete one memory by the id `recall` returned, when the user says it is "
@@ -264,28 +273,20 @@ def build_server() -> MCPServer:
         path: PathArg = None,
         roots: Roots = None,
     ) -> CallToolResult:
-        def call() -> Report:
-            from ..commands import memory as commands
+        from ..commands import memory as commands
 
-            settings = _settings()
-            directory = _where(path, roots, settings)
-            _bound_context(directory, settings)
-            return commands.forget(settings, id, cwd=directory)
-        return await _run(call)
+        return await _in_project(path, roots, lambda settings, directory: commands.forget(
+            settings, id, cwd=directory))
 
     @server.tool(
         description="Count this project's memories (and the global ones) per tier. Use when "
         "the user asks how much is remembered or whether consolidation is due.",
         annotations=ToolAnnotations(read_only_hint=True))
     async def stats(path: PathArg = None, roots: Roots = None) -> CallToolResult:
-        def call() -> Report:
-            from ..commands import memory as commands
+        from ..commands import memory as commands
 
-            settings = _settings()
-            directory = _where(path, roots, settings)
-            _bound_context(directory, settings)
-            return commands.stats(settings, cwd=directory)
-        return await _run(call)
+        return await _in_project(path, roots, lambda settings, directory: commands.stats(
+            settings, cwd=directory))
 
     @server.tool(
         description="Consolidate this project's older raw memories into summaries (offline). "
@@ -300,14 +301,10 @@ def build_server() -> MCPServer:
         path: PathArg = None,
         roots: Roots = None,
     ) -> CallToolResult:
-        def call() -> Report:
-            from ..commands import memory as commands
+        from ..commands import memory as commands
 
-            settings = _settings()
-            directory = _where(path, roots, settings)
-            _bound_context(directory, settings)
-            return commands.sleep(settings, dry_run=dry_run, force=force, cwd=directory)
-        return await _run(call)
+        return await _in_project(path, roots, lambda settings, directory: commands.sleep(
+            settings, dry_run=dry_run, force=force, cwd=directory))
 
     @server.tool(
         description="Give this project a memory: writes a .mnemosyne-id marker at the root of "
