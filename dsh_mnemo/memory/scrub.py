@@ -100,9 +100,15 @@ cheap and opens no database), so the hook path can import it cheaply.
 from __future__ import annotations
 
 import binascii
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 POLICIES = ("redact", "warn", "off")
 
@@ -886,29 +892,78 @@ UNVETTED_MAX_CHARS = 32_768
 _UPSTREAM_SCHEME = re.compile(r"(?:postgres|mysql|mongodb|redis)://")
 _ENV_RULE = re.compile(r"\A(?P<head>\s*(?:db_pass|secret_key|auth_token|api_secret))\s*=")
 
-_upstream_cache: list[tuple[str, str, re.Pattern[str]]] | None = None
+_upstream_cache: list[tuple[str, str, re.Pattern[str] | None]] | None = None
 
 
-def _upstream() -> list[tuple[str, str, re.Pattern[str]]]:
-    """(label, source, compiled) of upstream's secret patterns (vendored if absent)."""
+def _upstream() -> list[tuple[str, str, re.Pattern[str] | None]]:
+    """(label, source, compiled) of upstream's secret patterns (vendored if absent).
+
+    Only an unvetted pattern is compiled (None for the others: they run as the
+    linear-time equivalents above, never as upstream wrote them).
+    """
     global _upstream_cache
     if _upstream_cache is None:
         try:
-            from .upstream_import import quiet_upstream_import
-
-            with quiet_upstream_import():  # not its `import mcp`: it costs seconds
-                from mnemosyne.core.filters import SECRET_LABELED_PATTERNS
-            pairs = [(str(label), str(source)) for label, source in SECRET_LABELED_PATTERNS]
+            pairs = [(str(label), str(source)) for label, source in _upstream_patterns()]
         except Exception:  # noqa: BLE001 - upstream missing or changed shape
             pairs = list(UPSTREAM_PATTERNS_VETTED)
-        compiled = []
+        compiled: list[tuple[str, str, re.Pattern[str] | None]] = []
         for label, source in pairs:
+            if _VETTED.get(label) == source:
+                compiled.append((label, source, None))
+                continue
             try:
                 compiled.append((label, source, re.compile(source, re.IGNORECASE)))
             except re.error:
                 continue  # upstream skips patterns that do not compile too
         _upstream_cache = compiled
     return _upstream_cache
+
+
+def _upstream_patterns() -> Any:
+    """Upstream's `SECRET_LABELED_PATTERNS`.
+
+    Its `filters` module needs only the standard library, but importing it runs
+    the `mnemosyne.core` package first (plugins, streaming: about 8 ms of a
+    hook's cold start, for a list of strings).  So, unless upstream is loaded
+    already, the module's file is run on its own; if that fails (a newer
+    upstream that needs its package), it is imported the ordinary way.
+    """
+    module = sys.modules.get("mnemosyne.core.filters")
+    if module is None:
+        try:
+            module = _filters_alone()
+        except Exception:  # noqa: BLE001 - any failure: the ordinary import below
+            module = None
+    if module is None or not hasattr(module, "SECRET_LABELED_PATTERNS"):
+        from .upstream_import import quiet_upstream_import
+
+        with quiet_upstream_import():  # not its `import mcp`: it costs seconds
+            import mnemosyne.core.filters as module
+    return module.SECRET_LABELED_PATTERNS
+
+
+def _filters_alone() -> Any:
+    import importlib.util
+
+    package = importlib.util.find_spec("mnemosyne")  # finds it; does not run it
+    if package is None or not package.submodule_search_locations:
+        return None
+    for folder in package.submodule_search_locations:
+        path = os.path.join(folder, "core", "filters.py")
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("_mnemo_upstream_filters", path)
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # its dataclasses look themselves up there
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[spec.name]
+                raise
+            return module
+    return None
 
 
 def _url_rule_spans(lowered: str) -> Iterator[tuple[int, int, int]]:
@@ -979,8 +1034,8 @@ def upstream_findings(text: str) -> list[str]:
     """The labels upstream's `detect_secrets` would report for `text`, in linear time."""
     labels = []
     lowered = _lower(text)
-    for label, source, compiled in _upstream():
-        if _VETTED.get(label) != source:
+    for label, _source, compiled in _upstream():
+        if compiled is not None:  # unvetted: upstream's own pattern, on a bounded text
             hit = len(text) <= UNVETTED_MAX_CHARS and compiled.search(text) is not None
         elif label == "env_secret_assignment":
             hit = _ENV_RULE.match(lowered) is not None
@@ -995,8 +1050,8 @@ def upstream_findings(text: str) -> list[str]:
 
 def _net(text: str, findings: list[str]) -> str:
     """Redact whatever upstream's secret patterns still match (see the module docstring)."""
-    for label, source, compiled in _upstream():
-        if _VETTED.get(label) != source:
+    for label, _source, compiled in _upstream():
+        if compiled is not None:  # unvetted: upstream's own pattern, on a bounded text
             if len(text) <= UNVETTED_MAX_CHARS:
                 spans = [_Span(m.start(), m.end(), marker("secret"), "secret")
                          for m in compiled.finditer(text) if m.end() > m.start()]

@@ -184,8 +184,10 @@ def test_importing_upstreams_filters_is_cheap_and_creates_nothing(tmp_path: Path
             "from dsh_mnemo.memory.scrub import scrub\n"
             "scrub('password=hunter2hunter2 sk-' + 'a' * 30)\n"
             "print(time.perf_counter() - t)\n"
-            "assert 'mnemosyne.core.filters' in sys.modules\n"
-            "assert 'mnemosyne.core.memory' not in sys.modules\n"
+            # upstream's patterns, read from its filters module run on its own: its
+            # package (plugins, streaming, a default bank) is not imported
+            "assert '_mnemo_upstream_filters' in sys.modules\n"
+            "assert not [m for m in sys.modules if m.startswith('mnemosyne')], sys.modules\n"
             "assert 'sqlite3' not in sys.modules\n")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO_ROOT),
            "PYTHONDONTWRITEBYTECODE": "1", "MNEMOSYNE_DATA_DIR": str(probe / "mnemosyne")}
@@ -370,5 +372,35 @@ def test_the_module_imports_only_the_standard_library_and_upstreams_filters() ->
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
             imported.add(node.module or "")
     # `upstream_import`: standard library only, what every import of upstream goes through.
-    assert imported == {"binascii", "re", "collections.abc", "dataclasses",
-                        "mnemosyne.core.filters", "upstream_import"}, imported
+    assert imported == {"binascii", "os", "re", "sys", "collections.abc", "dataclasses",
+                        "typing", "importlib.util", "mnemosyne.core.filters",
+                        "upstream_import"}, imported
+
+
+def test_upstreams_patterns_are_the_same_read_alone_or_imported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    alone = scrub_module._filters_alone()
+    assert alone is not None and alone.__name__ == "_mnemo_upstream_filters"
+    assert list(alone.SECRET_LABELED_PATTERNS) == list(SECRET_LABELED_PATTERNS)
+    # upstream already loaded (a resident server, the tests): its module is used
+    assert scrub_module._upstream_patterns() is SECRET_LABELED_PATTERNS
+    # a newer upstream whose filters need their package: the ordinary import
+    monkeypatch.delitem(sys.modules, "mnemosyne.core.filters")
+
+    def needs_its_package() -> None:
+        raise ImportError("attempted relative import with no known parent package")
+
+    monkeypatch.setattr(scrub_module, "_filters_alone", needs_its_package)
+    assert list(scrub_module._upstream_patterns()) == list(SECRET_LABELED_PATTERNS)
+    assert "mnemosyne.core.filters" in sys.modules
+
+
+def test_only_unvetted_upstream_patterns_are_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    newer = (*UPSTREAM_PATTERNS_VETTED, ("vendor_token", r"vnd_[a-z0-9]{12}"))
+    monkeypatch.setattr(scrub_module, "_upstream_patterns", lambda: newer)
+    monkeypatch.setattr(scrub_module, "_upstream_cache", None)
+    table = {label: compiled for label, _source, compiled in scrub_module._upstream()}
+    assert [label for label, compiled in table.items() if compiled is not None] == [
+        "vendor_token"]
+    # the unvetted pattern still redacts, case-insensitively as upstream reads it
+    assert "vnd_" not in scrub("the VND_abcdef123456 token", "redact").text
