@@ -424,57 +424,68 @@ _END = r"(?![A-Za-z0-9_-])"
 
 # (kind, literal that must be in the text for the pattern to run, pattern).
 # A pattern with a `head` group keeps it.  Order matters: specific prefixes
-# before the general ones that contain them.
-_TOKEN_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (kind, needle, re.compile(pattern)) for kind, needle, pattern in (
-        ("anthropic-key", "sk-ant-", _tok("sk-ant-", r"[A-Za-z0-9_-]{20,}")),
-        ("openai-key", "sk-", _tok("sk-", r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
-                                          r"|[A-Za-z0-9]{20,}[A-Za-z0-9_-]{0,512})")),
-        ("stripe-key", "k_", _tok("[srp]k_(?:live|test)_", r"[A-Za-z0-9]{10,}")),
-        ("stripe-webhook-secret", "whsec_", _tok("whsec_", r"[A-Za-z0-9+/=]{20,}")),
-        ("github-token", "gh", _tok("gh[pousr]_", r"[A-Za-z0-9]{30,}")),
-        ("github-token", "github_pat_", _tok("github_pat_", r"[A-Za-z0-9_]{22,}")),
-        ("gitlab-token", "gl", _tok("gl", r"(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-"
-                                          r"[A-Za-z0-9_-]{20,}")),
-        ("aws-access-key", "A", _tok("A", r"(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|"
-                                          r"3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
-        ("slack-token", "xox", _tok("xox[abposre]-", r"[A-Za-z0-9-]{10,}")),
-        ("slack-token", "xapp-", _tok("xapp-", r"[0-9]{1,3}-[A-Za-z0-9-]{10,}")),
-        ("slack-webhook", "hooks.slack.com",
-         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}"),
-        ("google-api-key", "AIza", _tok("AIza", r"[0-9A-Za-z_-]{30,}")),
-        ("google-oauth-secret", "GOCSPX-", _tok("GOCSPX-", r"[A-Za-z0-9_-]{20,}")),
-        ("google-oauth-token", "ya29.", _tok(r"ya29\.", r"[0-9A-Za-z_-]{20,}")),
-        ("google-oauth-token", "1//", _tok("1//", r"0[0-9A-Za-z_-]{30,}", "A-Za-z0-9/")),
-        ("azure-key", "Key", r"(?P<head>(?:AccountKey|SharedAccessKey)(?<![A-Za-z0-9]AccountKey)"
-                             r"(?<![A-Za-z0-9]SharedAccessKey)[ \t]{0,4}=[ \t]{0,4})"
-                             r"[A-Za-z0-9+/]{20,}={0,2}"),
-        ("azure-sas-signature", "sig=",
-         r"(?P<head>sig=)(?<![A-Za-z0-9_]sig=)[A-Za-z0-9%+/]{16,}={0,2}"),
-        ("sendgrid-key", "SG.", _tok(r"SG\.", r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
-        ("twilio-key", "SK", _tok("SK", r"[0-9a-fA-F]{32}(?![A-Za-z0-9])")),
-        ("digitalocean-token", "_v1_", _tok("do[por]_v1_", r"[a-fA-F0-9]{64}")),
-        ("npm-token", "npm_", _tok("npm_", r"[A-Za-z0-9]{30,}")),
-        ("pypi-token", "pypi-", _tok("pypi-", r"[A-Za-z0-9_-]{40,}")),
-        ("huggingface-token", "hf_", _tok("hf_", r"[A-Za-z0-9]{30,}")),
-        ("huggingface-token", "api_org_", _tok("api_org_", r"[A-Za-z0-9]{30,}")),
-        ("heroku-key", "HRKU-", _tok("HRKU-", r"[A-Za-z0-9_-]{20,}")),
-        ("mailgun-key", "key-", _tok("key-", r"[0-9a-zA-Z]{32}(?![A-Za-z0-9])", "A-Za-z0-9_-")),
-        ("sentry-token", "sntry", _tok("sntry[su]_", r"[A-Za-z0-9_=+/-]{30,}")),
-        ("discord-webhook", "discord",
-         r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/"
-         r"[A-Za-z0-9_-]{20,}"),
-        ("discord-token", ".",
-         r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\."
-         r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
-        ("telegram-token", ":AA", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END),
-        ("vault-token", "hv", _tok(r"hv[sbr]\.", r"[A-Za-z0-9_-]{24,}")),
-        ("databricks-token", "dapi", _tok("dapi", r"[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])")),
-        ("shopify-token", "shp", _tok("shp(?:at|ss|ca|pa)_", r"[0-9a-fA-F]{32}")),
-        ("linear-key", "lin_", _tok("lin_", r"(?:api|oauth)_[A-Za-z0-9]{32,}")),
-        ("notion-token", "ntn_", _tok("ntn_", r"[A-Za-z0-9]{40,}")),
-        ("age-secret-key", "AGE-SECRET-KEY-", _tok("AGE-SECRET-KEY-1", r"[0-9A-Z]{50,}")),
-    ))
+# before the general ones that contain them.  Each is compiled the first time
+# its literal turns up: most texts hold none, and a hook pays for every
+# pattern it compiles at its start.
+_TOKEN_PATTERNS: tuple[tuple[str, str, str], ...] = (
+    ("anthropic-key", "sk-ant-", _tok("sk-ant-", r"[A-Za-z0-9_-]{20,}")),
+    ("openai-key", "sk-", _tok("sk-", r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+                                      r"|[A-Za-z0-9]{20,}[A-Za-z0-9_-]{0,512})")),
+    ("stripe-key", "k_", _tok("[srp]k_(?:live|test)_", r"[A-Za-z0-9]{10,}")),
+    ("stripe-webhook-secret", "whsec_", _tok("whsec_", r"[A-Za-z0-9+/=]{20,}")),
+    ("github-token", "gh", _tok("gh[pousr]_", r"[A-Za-z0-9]{30,}")),
+    ("github-token", "github_pat_", _tok("github_pat_", r"[A-Za-z0-9_]{22,}")),
+    ("gitlab-token", "gl", _tok("gl", r"(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-"
+                                      r"[A-Za-z0-9_-]{20,}")),
+    ("aws-access-key", "A", _tok("A", r"(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|"
+                                      r"3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
+    ("slack-token", "xox", _tok("xox[abposre]-", r"[A-Za-z0-9-]{10,}")),
+    ("slack-token", "xapp-", _tok("xapp-", r"[0-9]{1,3}-[A-Za-z0-9-]{10,}")),
+    ("slack-webhook", "hooks.slack.com",
+     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}"),
+    ("google-api-key", "AIza", _tok("AIza", r"[0-9A-Za-z_-]{30,}")),
+    ("google-oauth-secret", "GOCSPX-", _tok("GOCSPX-", r"[A-Za-z0-9_-]{20,}")),
+    ("google-oauth-token", "ya29.", _tok(r"ya29\.", r"[0-9A-Za-z_-]{20,}")),
+    ("google-oauth-token", "1//", _tok("1//", r"0[0-9A-Za-z_-]{30,}", "A-Za-z0-9/")),
+    ("azure-key", "Key", r"(?P<head>(?:AccountKey|SharedAccessKey)(?<![A-Za-z0-9]AccountKey)"
+                         r"(?<![A-Za-z0-9]SharedAccessKey)[ \t]{0,4}=[ \t]{0,4})"
+                         r"[A-Za-z0-9+/]{20,}={0,2}"),
+    ("azure-sas-signature", "sig=",
+     r"(?P<head>sig=)(?<![A-Za-z0-9_]sig=)[A-Za-z0-9%+/]{16,}={0,2}"),
+    ("sendgrid-key", "SG.", _tok(r"SG\.", r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("twilio-key", "SK", _tok("SK", r"[0-9a-fA-F]{32}(?![A-Za-z0-9])")),
+    ("digitalocean-token", "_v1_", _tok("do[por]_v1_", r"[a-fA-F0-9]{64}")),
+    ("npm-token", "npm_", _tok("npm_", r"[A-Za-z0-9]{30,}")),
+    ("pypi-token", "pypi-", _tok("pypi-", r"[A-Za-z0-9_-]{40,}")),
+    ("huggingface-token", "hf_", _tok("hf_", r"[A-Za-z0-9]{30,}")),
+    ("huggingface-token", "api_org_", _tok("api_org_", r"[A-Za-z0-9]{30,}")),
+    ("heroku-key", "HRKU-", _tok("HRKU-", r"[A-Za-z0-9_-]{20,}")),
+    ("mailgun-key", "key-", _tok("key-", r"[0-9a-zA-Z]{32}(?![A-Za-z0-9])", "A-Za-z0-9_-")),
+    ("sentry-token", "sntry", _tok("sntry[su]_", r"[A-Za-z0-9_=+/-]{30,}")),
+    ("discord-webhook", "discord",
+     r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/"
+     r"[A-Za-z0-9_-]{20,}"),
+    ("discord-token", ".",
+     r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\."
+     r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
+    ("telegram-token", ":AA", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END),
+    ("vault-token", "hv", _tok(r"hv[sbr]\.", r"[A-Za-z0-9_-]{24,}")),
+    ("databricks-token", "dapi", _tok("dapi", r"[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])")),
+    ("shopify-token", "shp", _tok("shp(?:at|ss|ca|pa)_", r"[0-9a-fA-F]{32}")),
+    ("linear-key", "lin_", _tok("lin_", r"(?:api|oauth)_[A-Za-z0-9]{32,}")),
+    ("notion-token", "ntn_", _tok("ntn_", r"[A-Za-z0-9]{40,}")),
+    ("age-secret-key", "AGE-SECRET-KEY-", _tok("AGE-SECRET-KEY-1", r"[0-9A-Z]{50,}")),
+)
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(source: str) -> re.Pattern[str]:
+    pattern = _COMPILED.get(source)
+    if pattern is None:
+        pattern = _COMPILED[source] = re.compile(source)
+    return pattern
+
 
 # JWTs over the lowered text, with exactly upstream's meaning (its rule is
 # case-insensitive and has no boundary) but linear: the match consumes only
@@ -520,8 +531,9 @@ def _aws_secret(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
 
 
 def _redact_tokens(text: str, findings: list[str]) -> str:
-    for kind, needle, pattern in _TOKEN_PATTERNS:
+    for kind, needle, source in _TOKEN_PATTERNS:
         if needle in text:
+            pattern = _compiled(source)
             head = r"\g<head>" if "head" in pattern.groupindex else ""
             text = _sub_fixed(pattern, text, findings, head + marker(kind), kind)
     lowered = _lower(text)

@@ -404,3 +404,10 @@ def test_only_unvetted_upstream_patterns_are_compiled(monkeypatch: pytest.Monkey
         "vendor_token"]
     # the unvetted pattern still redacts, case-insensitively as upstream reads it
     assert "vnd_" not in scrub("the VND_abcdef123456 token", "redact").text
+
+
+def test_every_token_pattern_compiles_though_each_is_compiled_on_first_use() -> None:
+    # compiled lazily (when its literal is in the text), so a typo no longer fails at import
+    for kind, needle, source in scrub_module._TOKEN_PATTERNS:
+        assert needle, kind
+        re.compile(source)
