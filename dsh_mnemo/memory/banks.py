@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ def readonly_uri(db_path: Path, *, immutable: bool = False) -> str:
 
 
 def connect_readonly(db_path: Path, *, quiet: bool = False,
-                     timeout: float = BUSY_TIMEOUT_SECONDS) -> sqlite3.Connection | None:
+                     timeout: float = BUSY_TIMEOUT_SECONDS,
+                     check_same_thread: bool = True) -> sqlite3.Connection | None:
     """A read-only connection to a bank, or None when the file does not exist.
 
     Even a read-only reader of a WAL database creates empty `-wal`/`-shm`
@@ -59,10 +61,98 @@ def connect_readonly(db_path: Path, *, quiet: bool = False,
         return None
     immutable = quiet and not Path(f"{db_path}-wal").exists()
     conn = sqlite3.connect(readonly_uri(db_path, immutable=immutable), uri=True,
-                           timeout=timeout)
+                           timeout=timeout, check_same_thread=check_same_thread)
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     conn.execute("PRAGMA query_only = 1")
     return conn
+
+
+# ─── Kept readers ───────────────────────────────────────────────────────────
+#
+# A new connection parses the bank's schema at its first statement (upstream's
+# tables, indexes and triggers: about 0.4 ms), which a prompt paid for every
+# read of its recall.  `reader` keeps a few read-only connections per bank for
+# the next caller, in any thread (one caller at a time each).  A kept
+# connection is only handed out while the path still names the file it opened:
+# a bank replaced by a migration, a revert or a restore gets a new one.
+
+READERS_PER_BANK = 2
+READER_BANKS = 16
+_readers: dict[str, list[tuple[tuple[int, int], sqlite3.Connection]]] = {}
+_readers_lock = threading.Lock()
+_readers_pid = os.getpid()
+# Connections a forked child inherited: never used (SQLite connections must not
+# cross a fork) and never closed there (the parent's are the same), only kept.
+_inherited: list[sqlite3.Connection] = []
+
+
+def _pool() -> dict[str, list[tuple[tuple[int, int], sqlite3.Connection]]]:
+    """The kept readers of this process (call with `_readers_lock` held)."""
+    global _readers_pid
+    if _readers_pid != os.getpid():
+        _inherited.extend(c for pool in _readers.values() for _, c in pool)
+        _readers.clear()
+        _readers_pid = os.getpid()
+    return _readers
+
+
+@contextmanager
+def reader(db_path: Path) -> Iterator[sqlite3.Connection | None]:
+    """A read-only connection to a bank for the block (None when there is no file)."""
+    key = str(db_path)
+    try:
+        info = os.stat(key)
+    except OSError:
+        yield None
+        return
+    identity = (info.st_dev, info.st_ino)
+    conn: sqlite3.Connection | None = None
+    stale: list[sqlite3.Connection] = []
+    with _readers_lock:
+        idle = _pool().get(key, [])
+        while idle and conn is None:
+            kept_identity, kept = idle.pop()
+            if kept_identity == identity:
+                conn = kept
+            else:
+                stale.append(kept)
+    for old in stale:
+        old.close()
+    if conn is None:
+        conn = connect_readonly(db_path, check_same_thread=False)
+        if conn is None:
+            yield None
+            return
+    try:
+        yield conn
+    except BaseException:
+        conn.close()  # whatever went wrong, this connection is not kept
+        raise
+    if conn.in_transaction:
+        conn.close()
+        return
+    evicted: list[sqlite3.Connection] = []
+    with _readers_lock:
+        pool = _pool()
+        kept_here = pool.pop(key, [])
+        pool[key] = kept_here  # most recently used last
+        if len(kept_here) < READERS_PER_BANK:
+            kept_here.append((identity, conn))
+            conn = None
+        while len(pool) > READER_BANKS:
+            evicted += [c for _, c in pool.pop(next(iter(pool)))]
+    for old in evicted + ([conn] if conn is not None else []):
+        old.close()
+
+
+def close_readers() -> None:
+    """Close every kept reader (tests; a server that lets its banks go)."""
+    with _readers_lock:
+        pool = _pool()
+        kept = [c for connections in pool.values() for _, c in connections]
+        pool.clear()
+    for conn in kept:
+        conn.close()
 
 
 @contextmanager

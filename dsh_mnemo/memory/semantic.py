@@ -36,6 +36,7 @@ from .banks import (
     BUSY_TIMEOUT_SECONDS,
     connect_readonly,
     count,
+    reader,
     rows,
     translate_sqlite_errors,
 )
@@ -284,6 +285,17 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
     return ids, blobs, dim
 
 
+def _cached(key: tuple[str, str, str, bool], db_path: Path,
+            ) -> tuple[_Matrix | None, tuple[Any, ...]]:
+    """The kept matrix of `key` (or None) and the bank's files as they are now."""
+    files = _files(db_path)
+    with _matrices_lock:
+        cached = _matrices.pop(key, None)
+        if cached is not None:
+            _matrices[key] = cached  # most recently used last
+    return cached, files
+
+
 def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: str,
             allow_global: bool) -> _Matrix | None:
     """The namespace's vectors, from the cache when the bank allows it."""
@@ -291,11 +303,7 @@ def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: s
 
     key = (str(db_path), namespace, model_id, allow_global)
     clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
-    files = _files(db_path)
-    with _matrices_lock:
-        cached = _matrices.pop(key, None)
-        if cached is not None:
-            _matrices[key] = cached  # most recently used last
+    cached, files = _cached(key, db_path)
     if cached is not None and cached.files == files:
         return cached
     counts = _counts(conn)
@@ -403,16 +411,15 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
     """
     import numpy as np
 
-    conn = connect_readonly(db_path)
-    if conn is None:
-        return [], Profile()
-    try:
-        with translate_sqlite_errors(db_path):
-            if not _has_table(conn):
+    # A bank whose files did not change since its matrix was kept is not even
+    # opened (the resident server's every prompt: a connection and three
+    # statements per bank saved).
+    entry, files = _cached((str(db_path), namespace, model_id, allow_global), db_path)
+    if entry is None or entry.files != files:
+        with reader(db_path) as conn, translate_sqlite_errors(db_path):
+            if conn is None or not _has_table(conn):
                 return [], Profile()
             entry = _matrix(conn, db_path, namespace, model_id, allow_global)
-    finally:
-        conn.close()
     if entry is None:
         return [], Profile()
     matrix = entry.view()
@@ -432,18 +439,15 @@ def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, np
     from ..embed.vectors import from_bytes
 
     wanted = list(dict.fromkeys(ids))
-    conn = connect_readonly(db_path)
-    if conn is None or not wanted:
+    if not wanted:
         return {}
-    try:
-        if not _has_table(conn):
+    with reader(db_path) as conn:
+        if conn is None or not _has_table(conn):
             return {}
         marks = ",".join("?" * len(wanted))
         return {str(i): from_bytes(blob, int(d)) for i, blob, d in rows(
             conn, f"SELECT memory_id, vector, dim FROM {TABLE} WHERE model_id = ? "
                   f"AND memory_id IN ({marks})", (model_id, *wanted))}
-    finally:
-        conn.close()
 
 
 def missing(db_path: Path, namespace: str, model_id: str) -> list[tuple[str, str]]:

@@ -436,26 +436,22 @@ def _rows_by_id(target: Target, ids: list[str], base: Path | None) -> list[Memor
     if not ids:
         return []
     db_path = target.db_path(base)
-    conn = banks.connect_readonly(db_path)
-    if conn is None:
-        return []
     marks = ",".join("?" * len(ids))
     found: list[Memory] = []
-    try:
-        with banks.translate_sqlite_errors(db_path):
-            for table, tier in (("working_memory", "working"), ("episodic_memory", "episodic")):
-                for row in banks.rows(
-                        conn, f"SELECT id, content, timestamp, source, importance, scope "
-                              f"FROM {table} WHERE id IN ({marks}) "
-                              f"AND (session_id = ? OR scope = 'global')",
-                        (*ids, target.namespace)):
-                    found.append(Memory(
-                        id=str(row[0]), content=str(row[1] or ""), score=0.0,
-                        level="global" if row[5] == "global" else target.level,
-                        timestamp=row[2], source=row[3], importance=float(row[4] or 0.0),
-                        tier=tier, bank=target.bank))
-    finally:
-        conn.close()
+    with banks.reader(db_path) as conn, banks.translate_sqlite_errors(db_path):
+        if conn is None:
+            return []
+        for table, tier in (("working_memory", "working"), ("episodic_memory", "episodic")):
+            for row in banks.rows(
+                    conn, f"SELECT id, content, timestamp, source, importance, scope "
+                          f"FROM {table} WHERE id IN ({marks}) "
+                          f"AND (session_id = ? OR scope = 'global')",
+                    (*ids, target.namespace)):
+                found.append(Memory(
+                    id=str(row[0]), content=str(row[1] or ""), score=0.0,
+                    level="global" if row[5] == "global" else target.level,
+                    timestamp=row[2], source=row[3], importance=float(row[4] or 0.0),
+                    tier=tier, bank=target.bank))
     return found
 
 
