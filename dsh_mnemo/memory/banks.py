@@ -146,7 +146,7 @@ def reader(db_path: Path) -> Iterator[sqlite3.Connection | None]:
 
 
 def close_readers() -> None:
-    """Close every kept reader (tests; a server that lets its banks go)."""
+    """Close every kept reader (tests)."""
     with _readers_lock:
         pool = _pool()
         kept = [c for connections in pool.values() for _, c in connections]

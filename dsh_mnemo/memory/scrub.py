@@ -904,14 +904,14 @@ UNVETTED_MAX_CHARS = 32_768
 _UPSTREAM_SCHEME = re.compile(r"(?:postgres|mysql|mongodb|redis)://")
 _ENV_RULE = re.compile(r"\A(?P<head>\s*(?:db_pass|secret_key|auth_token|api_secret))\s*=")
 
-_upstream_cache: list[tuple[str, str, re.Pattern[str] | None]] | None = None
+_upstream_cache: list[tuple[str, re.Pattern[str] | None]] | None = None
 
 
-def _upstream() -> list[tuple[str, str, re.Pattern[str] | None]]:
-    """(label, source, compiled) of upstream's secret patterns (vendored if absent).
+def _upstream() -> list[tuple[str, re.Pattern[str] | None]]:
+    """(label, compiled) of upstream's secret patterns (vendored if absent).
 
-    Only an unvetted pattern is compiled (None for the others: they run as the
-    linear-time equivalents above, never as upstream wrote them).
+    Only an unvetted pattern is compiled (None for the vetted ones: they run as
+    the linear-time equivalents above, never as upstream wrote them).
     """
     global _upstream_cache
     if _upstream_cache is None:
@@ -919,13 +919,13 @@ def _upstream() -> list[tuple[str, str, re.Pattern[str] | None]]:
             pairs = [(str(label), str(source)) for label, source in _upstream_patterns()]
         except Exception:  # noqa: BLE001 - upstream missing or changed shape
             pairs = list(UPSTREAM_PATTERNS_VETTED)
-        compiled: list[tuple[str, str, re.Pattern[str] | None]] = []
+        compiled: list[tuple[str, re.Pattern[str] | None]] = []
         for label, source in pairs:
             if _VETTED.get(label) == source:
-                compiled.append((label, source, None))
+                compiled.append((label, None))
                 continue
             try:
-                compiled.append((label, source, re.compile(source, re.IGNORECASE)))
+                compiled.append((label, re.compile(source, re.IGNORECASE)))
             except re.error:
                 continue  # upstream skips patterns that do not compile too
         _upstream_cache = compiled
@@ -1046,7 +1046,7 @@ def upstream_findings(text: str) -> list[str]:
     """The labels upstream's `detect_secrets` would report for `text`, in linear time."""
     labels = []
     lowered = _lower(text)
-    for label, _source, compiled in _upstream():
+    for label, compiled in _upstream():
         if compiled is not None:  # unvetted: upstream's own pattern, on a bounded text
             hit = len(text) <= UNVETTED_MAX_CHARS and compiled.search(text) is not None
         elif label == "env_secret_assignment":
@@ -1062,7 +1062,7 @@ def upstream_findings(text: str) -> list[str]:
 
 def _net(text: str, findings: list[str]) -> str:
     """Redact whatever upstream's secret patterns still match (see the module docstring)."""
-    for label, _source, compiled in _upstream():
+    for label, compiled in _upstream():
         if compiled is not None:  # unvetted: upstream's own pattern, on a bounded text
             if len(text) <= UNVETTED_MAX_CHARS:
                 spans = [_Span(m.start(), m.end(), marker("secret"), "secret")

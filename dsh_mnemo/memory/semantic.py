@@ -285,27 +285,32 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
     return ids, blobs, dim
 
 
-def _cached(key: tuple[str, str, str, bool], db_path: Path,
-            ) -> tuple[_Matrix | None, tuple[Any, ...]]:
-    """The kept matrix of `key` (or None) and the bank's files as they are now."""
+def _namespace_matrix(db_path: Path, namespace: str, model_id: str,
+                      allow_global: bool) -> _Matrix | None:
+    """The namespace's vectors: the kept matrix while the bank's files did not
+    change (the bank is not even opened: a resident server's every prompt), else
+    read or brought up to date from the bank (None: no vectors, or no bank)."""
+    key = (str(db_path), namespace, model_id, allow_global)
     files = _files(db_path)
     with _matrices_lock:
         cached = _matrices.pop(key, None)
         if cached is not None:
             _matrices[key] = cached  # most recently used last
-    return cached, files
-
-
-def _matrix(conn: sqlite3.Connection, db_path: Path, namespace: str, model_id: str,
-            allow_global: bool) -> _Matrix | None:
-    """The namespace's vectors, from the cache when the bank allows it."""
-    from ..embed.vectors import stack
-
-    key = (str(db_path), namespace, model_id, allow_global)
-    clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
-    cached, files = _cached(key, db_path)
     if cached is not None and cached.files == files:
         return cached
+    with reader(db_path) as conn, translate_sqlite_errors(db_path):
+        if conn is None or not _has_table(conn):
+            return None
+        return _matrix(conn, key, cached, files)
+
+
+def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _Matrix | None,
+            files: tuple[Any, ...]) -> _Matrix | None:
+    """`cached` brought up to date from the bank `conn` reads, or the matrix read again."""
+    from ..embed.vectors import stack
+
+    _, namespace, model_id, allow_global = key
+    clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
     counts = _counts(conn)
     if cached is not None and counts[2] >= cached.counts[2]:
         # No memory went (a forget, or a consolidation that removes rows, lowers the
@@ -383,16 +388,8 @@ def warm(keys: Iterable[tuple[str, str, str, bool]], *, model_id: str,
         db_path = Path(db_file)
         if key_model != model_id or not db_path.is_file():
             continue
-        conn = connect_readonly(db_path)
-        if conn is None:
-            continue
-        try:
-            with translate_sqlite_errors(db_path):
-                if _has_table(conn) and _matrix(conn, db_path, namespace, model_id,
-                                                bool(allow_global)) is not None:
-                    done += 1
-        finally:
-            conn.close()
+        if _namespace_matrix(db_path, namespace, model_id, bool(allow_global)) is not None:
+            done += 1
     return done
 
 
@@ -411,15 +408,7 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
     """
     import numpy as np
 
-    # A bank whose files did not change since its matrix was kept is not even
-    # opened (the resident server's every prompt: a connection and three
-    # statements per bank saved).
-    entry, files = _cached((str(db_path), namespace, model_id, allow_global), db_path)
-    if entry is None or entry.files != files:
-        with reader(db_path) as conn, translate_sqlite_errors(db_path):
-            if conn is None or not _has_table(conn):
-                return [], Profile()
-            entry = _matrix(conn, db_path, namespace, model_id, allow_global)
+    entry = _namespace_matrix(db_path, namespace, model_id, allow_global)
     if entry is None:
         return [], Profile()
     matrix = entry.view()
