@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,8 +180,21 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             record_injection(run.base, run.harness, session_id=session_id)
         if displaced:
             store_turns(run, spool, displaced)
+        keep_vectors(run)
 
     run.later(after)
+
+
+def keep_vectors(run: HookRun) -> None:
+    """Leave the matrices this process read in their files for the next process
+    (`semantic.persist`): after the answer, and only if it searched at all."""
+    semantic = sys.modules.get("dsh_mnemo.memory.semantic")
+    if semantic is None:
+        return
+    try:
+        semantic.persist(run.base)
+    except Exception as exc:  # noqa: BLE001 - a cache: the next process reads the bank
+        run.log(f"vector file: {log.describe(exc)}", level="warning")
 
 
 def early_query_vector(run: HookRun, text: str) -> None:

@@ -921,6 +921,10 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
         conn.commit()
         if any(deleted.values()):
             _purge_freed_text(conn)
+    if any(deleted.values()):
+        from . import vector_file
+
+        vector_file.remove_for(db_path, base)  # no copy of a forgotten vector stays either
     return deleted
 
 

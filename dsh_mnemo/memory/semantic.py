@@ -205,6 +205,8 @@ class _Matrix:
     dim: int
     files: tuple[Any, ...]  # the bank's files as last seen (stat)
     counts: tuple[int, int, int]  # the bank's vectors, their max rowid, its memory rows
+    # rows of this matrix its file (`vector_file`) holds; None: no file of it yet
+    saved: int | None = None
 
     def view(self) -> Any:
         return self.buffer[:len(self.ids)]
@@ -286,16 +288,21 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
 
 
 def _namespace_matrix(db_path: Path, namespace: str, model_id: str,
-                      allow_global: bool) -> _Matrix | None:
+                      allow_global: bool, base: Path | None = None) -> _Matrix | None:
     """The namespace's vectors: the kept matrix while the bank's files did not
     change (the bank is not even opened: a resident server's every prompt), else
-    read or brought up to date from the bank (None: no vectors, or no bank)."""
+    read or brought up to date from the bank (None: no vectors, or no bank).
+
+    A process that keeps none starts from the matrix an earlier one left in a
+    file (`vector_file`), checked the same way."""
     key = (str(db_path), namespace, model_id, allow_global)
     files = _files(db_path)
     with _matrices_lock:
         cached = _matrices.pop(key, None)
         if cached is not None:
             _matrices[key] = cached  # most recently used last
+    if cached is None:
+        cached = _from_file(key, base)
     if cached is not None and cached.files == files:
         return cached
     with reader(db_path) as conn, translate_sqlite_errors(db_path):
@@ -312,6 +319,8 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
     _, namespace, model_id, allow_global = key
     clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
     counts = _counts(conn)
+    if cached is not None and _inode(cached.files) != _inode(files):
+        cached = None  # another file under the bank's name (a restore, a migration)
     if cached is not None and counts[2] >= cached.counts[2]:
         # No memory went (a forget, or a consolidation that removes rows, lowers the
         # count of memories: then everything is read again).
@@ -363,11 +372,60 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
         buffer = _room(need, dim)
         buffer[:have] = cached.buffer[:have]
     if not fresh:
-        return _Matrix(cached.ids, cached.index, buffer, dim, files, counts)
+        return _Matrix(cached.ids, cached.index, buffer, dim, files, counts, cached.saved)
     buffer[have:need] = stack([b for _, b in fresh], dim)
     index = dict(cached.index)
     index.update({i: have + n for n, (i, _) in enumerate(fresh)})
-    return _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim, files, counts)
+    return _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim, files, counts,
+                   cached.saved)
+
+
+def _inode(files: tuple[Any, ...]) -> Any:
+    return files[0][2] if files and files[0] is not None else None
+
+
+def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | None:
+    """The matrix an earlier process left in `key`'s file, kept from now on; or None."""
+    from . import vector_file
+
+    found = vector_file.read(key, base)
+    if found is None:
+        return None
+    ids = found["ids"]
+    entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, found["buffer"], found["dim"],
+                    found["files"], found["counts"], saved=len(ids))
+    with _matrices_lock:
+        _matrices.setdefault(key, entry)
+        while len(_matrices) > MAX_CACHED:
+            _matrices.pop(next(iter(_matrices)))
+        return _matrices.get(key, entry)
+
+
+def persist(base: Path | None = None) -> int:
+    """Write the file of every kept matrix that is current and worth one (`vector_file`):
+    one of MIN_ROWS vectors or more whose file is missing or lags by more than
+    a fiftieth of its rows, whose bank still has the counts it was read at (a
+    recall count written since does not matter; a memory stored or forgotten
+    does).  Run after an answer (never on a prompt's path); how many files
+    were written."""
+    from . import vector_file
+
+    with _matrices_lock:
+        due = [(key, entry) for key, entry in _matrices.items()
+               if len(entry.ids) >= vector_file.MIN_ROWS
+               and (entry.saved is None
+                    or len(entry.ids) - entry.saved > max(64, len(entry.ids) // 50))]
+    written = 0
+    for key, entry in due:
+        with reader(Path(key[0])) as conn:
+            if conn is None or _counts(conn) != entry.counts:
+                continue  # vectors or memories came or went: the next search catches up
+        rows = len(entry.ids)
+        if vector_file.write(key, entry.ids[:rows], entry.buffer[:rows], entry.files,
+                             entry.counts, base) is not None:
+            entry.saved = rows
+            written += 1
+    return written
 
 
 def searched() -> list[tuple[str, str, str, bool]]:
@@ -378,7 +436,7 @@ def searched() -> list[tuple[str, str, str, bool]]:
 
 
 def warm(keys: Iterable[tuple[str, str, str, bool]], *, model_id: str,
-         limit: int = MAX_CACHED) -> int:
+         limit: int = MAX_CACHED, base: Path | None = None) -> int:
     """Read the matrices of `keys` (`searched()` of an earlier process) now, so that
     the first prompt there does not (a resident server's start-up: a 100,000-row
     namespace is about a second of reading).  Only keys of `model_id` whose bank
@@ -388,7 +446,8 @@ def warm(keys: Iterable[tuple[str, str, str, bool]], *, model_id: str,
         db_path = Path(db_file)
         if key_model != model_id or not db_path.is_file():
             continue
-        if _namespace_matrix(db_path, namespace, model_id, bool(allow_global)) is not None:
+        if _namespace_matrix(db_path, namespace, model_id, bool(allow_global),
+                             base) is not None:
             done += 1
     return done
 
@@ -400,15 +459,17 @@ def forget_matrices() -> None:
 
 
 def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: int,
-           allow_global: bool = True) -> tuple[list[Candidate], Profile]:
+           allow_global: bool = True, base: Path | None = None,
+           ) -> tuple[list[Candidate], Profile]:
     """The `limit` memories of `namespace` (and scope-global rows) nearest to `query`.
 
     Only vectors of `model_id` count; the namespace is checked in SQL (a row
-    of another namespace can never be a candidate).
+    of another namespace can never be a candidate).  `base` is the data dir
+    whose `cache/vectors/` may hold the namespace's matrix (`vector_file`).
     """
     import numpy as np
 
-    entry = _namespace_matrix(db_path, namespace, model_id, allow_global)
+    entry = _namespace_matrix(db_path, namespace, model_id, allow_global, base)
     if entry is None:
         return [], Profile()
     matrix = entry.view()

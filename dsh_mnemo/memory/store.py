@@ -327,7 +327,8 @@ class _VectorLeg:
         for target in self._targets:
             db_path = target.db_path(self._base)
             candidates, profile = semantic.search(db_path, target.namespace, vector,
-                                                  self._model_id, limit=self._limit)
+                                                  self._model_id, limit=self._limit,
+                                                  base=self._base)
             rows = {m.id: m for m in _rows_by_id(target, [c.id for c in candidates],
                                                   self._base)}
             found.append(_Searched(target, candidates, profile, rows))

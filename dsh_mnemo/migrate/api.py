@@ -331,11 +331,17 @@ def _lock(base: Path) -> contextlib.AbstractContextManager[None]:
     return journals.migration_lock(base)
 
 
-def clear_query_cache(db_path: Path) -> None:
-    """Upstream's query cache keys include session_id: stale after a rewrite."""
+def clear_caches(db_path: Path) -> None:
+    """What is derived from a bank's rows and stale after a rewrite: upstream's query
+    cache (its keys include session_id) and the vector matrices mnemo keeps in files
+    for the next process (`memory.vector_file`: rows came or went, or the file was
+    restored)."""
+    from ..memory import vector_file
+
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):
             (db_path.parent / f"query_cache.db{suffix}").unlink()
+    vector_file.remove_for(db_path)
 
 
 def _ensure_schema(db_path: Path) -> None:
@@ -403,8 +409,8 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None
                           on_copied=copied, progress=progress)
     group.status = "done"
     journal.save()
-    clear_query_cache(source)
-    clear_query_cache(target)
+    clear_caches(source)
+    clear_caches(target)
     return outcome
 
 
@@ -580,8 +586,8 @@ def _revert_group(journal: Journal, group: Group, result: RevertResult,
     group.revert_status = "done"
     group.status = "reverted"
     journal.save()
-    clear_query_cache(source)
-    clear_query_cache(target)
+    clear_caches(source)
+    clear_caches(target)
     for table, count in outcome.copied.items():
         result.moved_back[table] = result.moved_back.get(table, 0) + count
     result.missing.extend([list(m) for m in outcome.missing])
@@ -625,7 +631,7 @@ def _restore(journal: Journal) -> RevertResult:
             hint="Revert those first (mnemo migrate revert), newest first.")
     for item in journal.backups:
         backups.restore(Path(item["backup"]), Path(item["database"]))
-        clear_query_cache(Path(item["database"]))
+        clear_caches(Path(item["database"]))
     journal.status = "restored"
     journal.restored_at = journals.now_ms()
     journal.save()

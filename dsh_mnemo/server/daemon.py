@@ -428,11 +428,12 @@ class Server:
         if embed is None:
             return
         started = time.monotonic()
-        read = semantic.warm(warm.load(self.base), model_id=embed.model_id)
+        read = semantic.warm(warm.load(self.base), model_id=embed.model_id, base=self.base)
         if read:
             log.write(f"read the vectors of {read} namespace(s) searched last in "
                       f"{time.monotonic() - started:.2f}s", harness="server", event="serve",
                       level="info", base=self.base)
+            semantic.persist(self.base)
 
     def _note_searched(self) -> None:
         from ..memory import warm

@@ -342,6 +342,30 @@ def test_query_cache_beside_a_rewritten_database_is_deleted(repo: Path, dsh_data
     assert not any(p.exists() for p in stale)
 
 
+def test_vector_files_of_both_databases_are_deleted(repo: Path, dsh_data: Path):
+    """The matrices kept in files for the next process (`memory.vector_file`) are
+    read from the banks again once rows moved in or out, and after a revert."""
+    import numpy as np
+
+    from dsh_mnemo.memory import vector_file
+
+    def keep(db: Path) -> Path:
+        written = vector_file.write((str(db), OWNED, "model", True), ["a"],
+                                    np.zeros((1, 4), dtype=np.float32), (None, None),
+                                    (1, 1, 1))
+        assert written is not None
+        return written
+
+    databases = (default_db(dsh_data), bank_db(OWNED, dsh_data))
+    files = [keep(db) for db in databases]
+    result = run_migration(Selection(legacy_dsh=True))
+    assert result.status == "moved"
+    assert not any(p.exists() for p in files)
+    files = [keep(db) for db in databases]
+    assert revert_migration().status == "reverted"
+    assert not any(p.exists() for p in files)
+
+
 def test_migration_never_changes_recall_or_write_settings(repo: Path):
     code, _ = cli("config", "set", "recall_mode", "session")
     assert code == 0

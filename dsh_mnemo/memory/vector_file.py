@@ -1,0 +1,221 @@
+"""A namespace's vector matrix kept in a file of its own, mapped by the next process.
+
+A prompt compares the query with every vector of its namespace.  Read from
+the bank, 100,000 vectors take about half a second (the blobs, then one
+matrix out of them); a process without a resident server pays that on every
+prompt, and a server on every start.  Mapped from this file they take about
+20 ms: the pages are the operating system's, and nothing is decoded.
+
+The file is a cache of what the bank holds, never the record: the bank's
+`mnemo_vectors` table is.  It is written (whole, under a temporary name,
+then renamed over the old one) by a process that read the matrix from the
+bank, after its answer, and carries what the bank looked like then: its
+files' stat and its counts (`semantic._Matrix`).  The process that maps it
+checks those exactly as a resident server checks the matrix it keeps in
+memory: the same files mean the same vectors; otherwise the bank is opened
+and the rows added since are read into the mapping's private copy, or,
+when any vector or memory went, everything is read again.  A file of
+another bank file (a replaced inode), another namespace or model, or one
+that does not parse is ignored.
+
+Layout (all integers little-endian):
+
+    MAGIC                      b"mnemo-vectors/1\\n"
+    u32 header length, header  JSON: key, files, counts, dim, rows, capacity,
+                               the ids' byte length and the matrix's offset
+    ids                        UTF-8, one per line
+    padding to 64 bytes
+    matrix                     capacity x dim float32; rows past `rows` are a
+                               hole in the file (zeros, no disk blocks): room
+                               for the rows a prompt brings in, copy-on-write
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+
+MAGIC = b"mnemo-vectors/1\n"
+SUFFIX = ".vectors"
+#: below this many vectors reading them from the bank costs a few ms: no file
+MIN_ROWS = 2000
+#: files kept (the most recently written); the rest, and those of a bank
+#: file that no longer exists, are removed whenever one is written
+MAX_FILES = 16
+_ALIGN = 64
+_MAX_HEADER = 1 << 20
+
+
+def folder(base: Path | None = None) -> Path:
+    return (base or paths.data_dir()) / "cache" / "vectors"
+
+
+def path_for(key: tuple[str, str, str, bool], base: Path | None = None) -> Path:
+    digest = hashlib.sha256(json.dumps(list(key)).encode("utf-8")).hexdigest()[:32]
+    return folder(base) / f"{digest}{SUFFIX}"
+
+
+def read(key: tuple[str, str, str, bool], base: Path | None = None) -> dict[str, Any] | None:
+    """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None."""
+    import numpy as np
+
+    path = path_for(key, base)
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(MAGIC)) != MAGIC:
+                return None
+            (size,) = struct.unpack("<I", fh.read(4))
+            if size > _MAX_HEADER:
+                return None
+            header = json.loads(fh.read(size).decode("utf-8"))
+            if header.get("key") != list(key):
+                return None
+            rows, capacity, dim = (int(header[k]) for k in ("rows", "capacity", "dim"))
+            offset, id_bytes = int(header["offset"]), int(header["ids"])
+            ids = fh.read(id_bytes).decode("utf-8").split("\n") if rows else []
+            total = os.fstat(fh.fileno()).st_size
+        if (len(ids) != rows or not 0 < rows <= capacity or dim < 1 or offset % _ALIGN
+                or total != offset + capacity * dim * 4):
+            return None
+        buffer = np.memmap(path, dtype="<f4", mode="c", offset=offset, shape=(capacity, dim))
+        files = tuple(tuple(f) if f is not None else None for f in header["files"])
+        return {"ids": ids, "buffer": buffer, "dim": dim, "files": files,
+                "counts": tuple(int(c) for c in header["counts"])}
+    except (OSError, ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
+          files: tuple[Any, ...], counts: tuple[int, int, int],
+          base: Path | None = None) -> Path | None:
+    """Write `matrix` (rows x dim float32, the rows of `ids`) as `key`'s file.
+
+    Returns its path, or None when it was not written (no room, an id with a
+    newline, an error: the next process reads the bank instead)."""
+    import numpy as np
+
+    rows, dim = int(matrix.shape[0]), int(matrix.shape[1])
+    if rows != len(ids) or any("\n" in i for i in ids):
+        return None
+    capacity = rows + rows // 4 + 64
+    id_blob = "\n".join(ids).encode("utf-8")
+    target = path_for(key, base)
+    header: dict[str, Any] = {"key": list(key), "files": [list(f) if f is not None else None
+                                                          for f in files],
+                              "counts": list(counts), "dim": dim, "rows": rows,
+                              "capacity": capacity, "ids": len(id_blob), "offset": 0}
+    # the offset is in the header it follows: grow it until it fits
+    offset = 0
+    while True:
+        encoded = json.dumps(header).encode("utf-8")
+        start = len(MAGIC) + 4 + len(encoded) + len(id_blob)
+        needed = -(-start // _ALIGN) * _ALIGN
+        if needed == offset:
+            break
+        offset = header["offset"] = needed
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob)
+                fh.write(b"\0" * (offset - start))
+                fh.write(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+                fh.truncate(offset + capacity * dim * 4)  # the room: a hole
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        os.replace(tmp, target)
+    except OSError:
+        return None
+    prune(base, keep=target)
+    return target
+
+
+def prune(base: Path | None = None, *, keep: Path | None = None) -> int:
+    """Remove files past MAX_FILES (oldest first), those whose bank file is gone
+    and stale temporary files; how many were removed."""
+    where = folder(base)
+    try:
+        entries = [p for p in where.iterdir() if p.name.endswith((SUFFIX, ".tmp"))]
+    except OSError:
+        return 0
+    removed = 0
+    dated: list[tuple[float, Path]] = []
+    for p in entries:
+        try:
+            stamp = p.stat().st_mtime
+        except OSError:
+            continue
+        if p.name.endswith(".tmp"):
+            if p.name.startswith(".") and _age(stamp) > 3600:
+                removed += _unlink(p)
+            continue
+        if p != keep and not _bank_exists(p):
+            removed += _unlink(p)
+            continue
+        dated.append((stamp, p))
+    dated.sort(reverse=True)
+    for _, p in dated[MAX_FILES:]:
+        if p != keep:
+            removed += _unlink(p)
+    return removed
+
+
+def remove_for(db_path: Path, base: Path | None = None) -> int:
+    """Remove every file of the bank file `db_path` (its memories were forgotten)."""
+    where = folder(base)
+    removed = 0
+    try:
+        entries = [p for p in where.iterdir() if p.name.endswith(SUFFIX)]
+    except OSError:
+        return 0
+    wanted = os.path.realpath(db_path)
+    for p in entries:
+        key = _key_of(p)
+        if key and isinstance(key[0], str) and os.path.realpath(key[0]) == wanted:
+            removed += _unlink(p)
+    return removed
+
+
+def _key_of(path: Path) -> list[Any]:
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(MAGIC)) != MAGIC:
+                return []
+            (size,) = struct.unpack("<I", fh.read(4))
+            if size > _MAX_HEADER:
+                return []
+            key = json.loads(fh.read(size).decode("utf-8")).get("key")
+            return key if isinstance(key, list) else []
+    except (OSError, ValueError, struct.error, UnicodeDecodeError, AttributeError):
+        return []
+
+
+def _bank_exists(path: Path) -> bool:
+    key = _key_of(path)
+    return bool(key) and isinstance(key[0], str) and os.path.isfile(key[0])
+
+
+def _age(stamp: float) -> float:
+    import time
+
+    return time.time() - stamp
+
+
+def _unlink(path: Path) -> int:
+    try:
+        path.unlink()
+        return 1
+    except OSError:
+        return 0
