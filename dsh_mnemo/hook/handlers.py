@@ -42,6 +42,16 @@ SOURCE = "conversation"
 MAX_QUERY_CHARS = 2000
 
 
+def query_text(text: str) -> str:
+    """What a prompt is recalled by: all of it up to MAX_QUERY_CHARS, else its start
+    and its end (a long prompt's question is usually at one end, what was pasted
+    in between)."""
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    half = MAX_QUERY_CHARS // 2
+    return f"{text[:half]}\n…\n{text[-half:]}"
+
+
 @dataclass
 class HookRun:
     """One hook call: what it is, where its answer goes, where work after it goes.
@@ -209,7 +219,7 @@ def early_query_vector(run: HookRun, text: str) -> None:
     try:
         embed = semantic.already_loaded(run.settings)
         if embed is not None:
-            run.query_vector(embed, text[:MAX_QUERY_CHARS])
+            run.query_vector(embed, query_text(text))
     except Exception as exc:  # noqa: BLE001 - the recall starts it again
         run.log(f"query vector: {log.describe(exc)}")
 
@@ -279,7 +289,7 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
     if not items:
         return None
     embed = embedder(run) if prompt else None
-    text = (prompt or "")[:MAX_QUERY_CHARS]
+    text = query_text(prompt or "")
     ordered = standing.order_for(items, prompt=text or None, embed=embed, base=run.base,
                                  pending=run.query_vector(embed, text) if embed and text
                                  else None)
@@ -336,7 +346,7 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
 
     top_k = int(run.settings["prefetch.top_k"])
     embed = embedder(run)
-    text = query[:MAX_QUERY_CHARS]
+    text = query_text(query)
     memories = storage.recall(ctx, text, top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
                               temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed,

