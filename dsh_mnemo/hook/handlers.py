@@ -146,6 +146,9 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         run.emit(neutral_output(run.harness, run.kind))
         return
     text = clean_text(run, event.prompt) if not event.continuation else ""
+    inject = HARNESSES[run.harness].can_inject and not event.continuation
+    if inject:
+        early_query_vector(run, text)  # beside the spool's write, from here on
     spool = Spool(run.base, run.harness, event.session_id, cwd)
     displaced: list[Turn] = []
     if text and settings["capture.enabled"]:
@@ -160,8 +163,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
             run.log(f"spool: {log.describe(exc)}")
     context_text = None
-    if HARNESSES[run.harness].can_inject and not event.continuation:
-        early_query_vector(run, text)
+    if inject:
         parts: list[str] = []
         try:
             # Harnesses without a session-start hook (or installs without it) get
@@ -209,8 +211,8 @@ def keep_vectors(run: HookRun) -> None:
 
 def early_query_vector(run: HookRun, text: str) -> None:
     """Start embedding the prompt now, if the model is loaded already (a resident
-    server): it then runs beside the spool, the standing block and the context
-    resolution.  A hook process loads the model only once it knows the prompt
+    server): it then runs beside the spool's write, the standing block and the
+    context resolution.  A hook process loads the model only once it knows the prompt
     will be recalled (`recall_block`), so an unbound directory never pays for it."""
     if not text.strip() or not run.settings["prefetch.enabled"]:
         return
