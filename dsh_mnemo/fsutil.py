@@ -50,6 +50,30 @@ def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> Non
             os.close(dir_fd)
 
 
+def backup_copy(path: Path, folder: Path, label: str) -> Path:
+    """A private copy (0600) of `path` in `folder`, named LABEL-STAMP-MS-NAME: a
+    user's config file as it was before mnemo edited it."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = folder / f"{label}-{stamp}-{int(time.time() * 1000) % 1000:03d}-{path.name}"
+    shutil.copy2(path, target)
+    target.chmod(PRIVATE_FILE)  # in the private data dir, whatever the original's mode
+    return target
+
+
+def replace_user_file(path: Path, text: str, *, new_mode: int = 0o644) -> None:
+    """Replace the text of a user's file atomically, keeping its mode (`new_mode` for
+    a new file); a symlink stays a symlink: the file it points at is replaced."""
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = new_mode
+    atomic_write_text(target, text, mode=mode)
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Iterator[None]:
     """An exclusive `flock` on `path`, waiting at most `timeout` seconds.

@@ -27,7 +27,6 @@ import re
 import shlex
 import shutil
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -471,25 +470,15 @@ def _verify(before: dict[str, Any], after: dict[str, Any], spec: Harness, path: 
 # ─── Backups, writes and what mnemo created ────────────────────────────────
 
 def _backup(path: Path, harness: str, base: Path | None) -> Path:
-    folder = paths.backups_dir(base) / "hooks"
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = folder / f"{harness}-{stamp}-{int(time.time() * 1000) % 1000:03d}-{path.name}"
-    shutil.copy2(path, target)
-    target.chmod(0o600)  # a copy in the private data dir, whatever the original's mode
-    return target
+    from ..fsutil import backup_copy
+
+    return backup_copy(path, paths.backups_dir(base) / "hooks", harness)
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Replace the file's text (through a symlink, to the file it points at)."""
-    from ..fsutil import atomic_write_text
+    from ..fsutil import replace_user_file
 
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        mode = target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    atomic_write_text(target, text, mode=mode)
+    replace_user_file(path, text)
 
 
 def _created_record(base: Path | None) -> Path:

@@ -31,9 +31,7 @@ import copy
 import json
 import os
 import re
-import shutil
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,12 +170,9 @@ def is_ours(entry: object) -> bool:
 
 
 def _backup(path: Path, client: str, base: Path | None) -> Path:
-    folder = paths.backups_dir(base) / "mcp"
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = folder / f"{client}-{stamp}-{int(time.time() * 1000) % 1000:03d}-{path.name}"
-    shutil.copy2(path, target)
-    return target
+    from ..fsutil import backup_copy
+
+    return backup_copy(path, paths.backups_dir(base) / "mcp", client)
 
 
 def _read_text(path: Path) -> str | None:
@@ -190,13 +185,10 @@ def _read_text(path: Path) -> str | None:
 
 
 def _write_text(path: Path, text: str) -> None:
-    from ..fsutil import atomic_write_text
+    from ..fsutil import replace_user_file
 
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600 if path.name == ".claude.json" else 0o644
-    atomic_write_text(path, text, mode=mode)
+    # Claude Code's ~/.claude.json holds its login state: a new one is private
+    replace_user_file(path, text, new_mode=0o600 if path.name == ".claude.json" else 0o644)
 
 
 # ─── JSON clients ──────────────────────────────────────────────────────────

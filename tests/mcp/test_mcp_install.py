@@ -141,3 +141,27 @@ def test_broken_files_and_foreign_mnemo_entries_are_left_untouched(client: str,
 def test_unknown_client_is_refused() -> None:
     result = mnemo("mcp", "install", "--client", "vim")
     assert result["kind"] == "error" and "claude-desktop" in result["hint"]
+
+
+def test_a_symlinked_config_stays_a_symlink_and_the_backup_is_private(
+        home: Path, tmp_path: Path) -> None:
+    """Dotfile managers link ~/.claude.json from a repository: install edits the file
+    the link points at, and the copy it keeps first is readable by the user alone."""
+    import stat
+
+    real = tmp_path / "dotfiles" / "claude.json"
+    real.parent.mkdir()
+    real.write_text(json.dumps({"theme": "dark"}), encoding="utf-8")
+    real.chmod(0o644)
+    link = default_path(home, "claude-code")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(real)
+    done = mnemo("mcp", "install", "--client", "claude-code")
+    assert done["action"] == "installed"
+    assert link.is_symlink() and link.resolve() == real
+    assert "mnemo" in json.loads(real.read_text())["mcpServers"]
+    assert stat.S_IMODE(real.stat().st_mode) == 0o644
+    backup = Path(done["backup_path"])
+    assert json.loads(backup.read_text()) == {"theme": "dark"}
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+
