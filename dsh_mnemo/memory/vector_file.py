@@ -37,6 +37,7 @@ import json
 import os
 import struct
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -146,13 +147,15 @@ def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
 
 
 def prune(base: Path | None = None, *, keep: Path | None = None) -> int:
-    """Remove files past MAX_FILES (oldest first), those whose bank file is gone
-    and stale temporary files; how many were removed."""
+    """Remove stale temporary files, files whose bank file is gone, files of the
+    namespace `keep` holds made with another model (a reindex replaced them), and
+    the oldest past MAX_FILES; how many were removed."""
     where = folder(base)
     try:
         entries = [p for p in where.iterdir() if p.name.endswith((SUFFIX, ".tmp"))]
     except OSError:
         return 0
+    kept_key = _key_of(keep) if keep is not None else []
     removed = 0
     dated: list[tuple[float, Path]] = []
     for p in entries:
@@ -161,10 +164,18 @@ def prune(base: Path | None = None, *, keep: Path | None = None) -> int:
         except OSError:
             continue
         if p.name.endswith(".tmp"):
-            if p.name.startswith(".") and _age(stamp) > 3600:
+            if p.name.startswith(".") and time.time() - stamp > 3600:
                 removed += _unlink(p)
             continue
-        if p != keep and not _bank_exists(p):
+        if p == keep:
+            dated.append((stamp, p))
+            continue
+        key = _key_of(p)
+        gone = not (key and isinstance(key[0], str) and os.path.isfile(key[0]))
+        replaced = (len(key) == 4 and len(kept_key) == 4 and key[0] == kept_key[0]
+                    and key[1] == kept_key[1] and key[3] == kept_key[3]
+                    and key[2] != kept_key[2])
+        if gone or replaced:
             removed += _unlink(p)
             continue
         dated.append((stamp, p))
@@ -203,17 +214,6 @@ def _key_of(path: Path) -> list[Any]:
             return key if isinstance(key, list) else []
     except (OSError, ValueError, struct.error, UnicodeDecodeError, AttributeError):
         return []
-
-
-def _bank_exists(path: Path) -> bool:
-    key = _key_of(path)
-    return bool(key) and isinstance(key[0], str) and os.path.isfile(key[0])
-
-
-def _age(stamp: float) -> float:
-    import time
-
-    return time.time() - stamp
 
 
 def _unlink(path: Path) -> int:

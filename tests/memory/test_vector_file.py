@@ -113,3 +113,19 @@ def test_remove_for_takes_every_file_of_one_bank_only(tmp_path: Path) -> None:
     assert vector_file.remove_for(mine) == 2
     assert vector_file.read(_key(mine)) is None and vector_file.read(_key(mine, "ns2")) is None
     assert kept is not None and vector_file.read(_key(theirs)) is not None
+
+
+def test_a_file_of_another_model_goes_when_the_namespace_gets_a_new_one(
+        tmp_path: Path) -> None:
+    """After a reindex with another model, the old model's matrix is not kept around."""
+    db = _bank(tmp_path)
+    old = vector_file.write((str(db), "ns", "model-old", True), ["a"], _matrix(1), FILES,
+                            COUNTS)
+    other_namespace = vector_file.write((str(db), "ns2", "model-old", True), ["a"],
+                                        _matrix(1), FILES, COUNTS)
+    new = vector_file.write((str(db), "ns", "model-new", True), ["a"], _matrix(1), FILES,
+                            COUNTS)
+    assert old is not None and other_namespace is not None and new is not None
+    assert not old.exists()
+    assert new.exists() and other_namespace.exists()
+
