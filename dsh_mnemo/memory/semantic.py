@@ -24,6 +24,7 @@ for `mnemo doctor`.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -392,13 +393,25 @@ def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | 
     if found is None:
         return None
     ids = found["ids"]
-    entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, found["buffer"], found["dim"],
-                    found["files"], found["counts"], saved=len(ids))
+    index = {i: n for n, i in enumerate(ids)}
+    if len(index) != len(ids):
+        return None  # an id twice: not a matrix this module wrote
+    entry = _Matrix(ids, index, found["buffer"], found["dim"], found["files"],
+                    found["counts"], saved=len(ids))
     with _matrices_lock:
         _matrices.setdefault(key, entry)
         while len(_matrices) > MAX_CACHED:
             _matrices.pop(next(iter(_matrices)))
         return _matrices.get(key, entry)
+
+
+def _discard(key: tuple[str, str, str, bool], base: Path | None) -> None:
+    from . import vector_file
+
+    with _matrices_lock:
+        _matrices.pop(key, None)
+    with contextlib.suppress(OSError):
+        vector_file.path_for(key, base).unlink()
 
 
 def persist(base: Path | None = None) -> int:
@@ -469,11 +482,16 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
     """
     import numpy as np
 
+    q = np.asarray(query, dtype=np.float32).ravel()
     entry = _namespace_matrix(db_path, namespace, model_id, allow_global, base)
+    if entry is not None and entry.dim != q.shape[0] and entry.saved is not None:
+        # a matrix file of another shape than the model's (damaged, or written by
+        # hand): never trusted again, the bank is read instead
+        _discard((str(db_path), namespace, model_id, allow_global), base)
+        entry = _namespace_matrix(db_path, namespace, model_id, allow_global, base)
     if entry is None:
         return [], Profile()
     matrix = entry.view()
-    q = np.asarray(query, dtype=np.float32).ravel()
     scores = matrix @ q
     top = min(limit, len(scores))
     order = np.argpartition(-scores, top - 1)[:top] if top < len(scores) else \

@@ -131,6 +131,30 @@ def test_a_replaced_bank_file_is_read_again(repo: Path, data_dir: Path,
     assert 0 in reads  # the file's matrix was not trusted for another inode
 
 
+def test_a_file_that_does_not_fit_the_model_is_dropped_for_the_bank(
+        repo: Path, data_dir: Path, setup: dict[str, Any]) -> None:
+    """A damaged file (here: vectors of another dimension, its checks intact) costs
+    one read from the bank, not every later prompt's recall."""
+    import numpy as np
+
+    semantic, reads, vector_file = setup["semantic"], setup["reads"], setup["vector_file"]
+    first = ask(repo, PROMPT, "s1")
+    bank = str(setup["ctx"].db_path())
+    [path] = [p for p in workspace_files(data_dir) if _key_of(p)[0] == bank]
+    key = _key_of(path)
+    found = vector_file.read(key)
+    assert found is not None
+    rows = len(found["ids"])
+    assert vector_file.write(key, found["ids"], np.ones((rows, 8), dtype=np.float32),
+                             found["files"], found["counts"]) == path
+    reads.clear()
+    semantic.forget_matrices()
+    assert ask(repo, PROMPT, "s2") == first
+    assert 0 in reads  # read from the bank
+    again = vector_file.read(key)
+    assert again is None or again["dim"] == 384
+
+
 def _key_of(path: Path) -> tuple[str, str, str, bool]:
     from dsh_mnemo.memory.vector_file import _key_of as raw
 
