@@ -347,12 +347,20 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
         return None
     buffer = _room(len(ids), dim)
     stack(blobs, dim, into=buffer)
-    entry = _Matrix(ids, {i: n for n, i in enumerate(ids)}, buffer, dim, files, counts)
+    return _keep(key, _Matrix(ids, {i: n for n, i in enumerate(ids)}, buffer, dim, files,
+                              counts))
+
+
+def _keep(key: tuple[str, str, str, bool], entry: _Matrix, *, replace: bool = True) -> _Matrix:
+    """Keep `entry` as `key`'s matrix (`replace=False`: unless one is kept already,
+    which is returned), dropping the least recently used past MAX_CACHED."""
     with _matrices_lock:
-        _matrices[key] = entry
+        if replace or key not in _matrices:
+            _matrices[key] = entry
+        kept = _matrices[key]
         while len(_matrices) > MAX_CACHED:
             _matrices.pop(next(iter(_matrices)))
-    return entry
+        return kept
 
 
 def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
@@ -396,13 +404,8 @@ def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | 
     index = {i: n for n, i in enumerate(ids)}
     if len(index) != len(ids):
         return None  # an id twice: not a matrix this module wrote
-    entry = _Matrix(ids, index, found["buffer"], found["dim"], found["files"],
-                    found["counts"], saved=len(ids))
-    with _matrices_lock:
-        _matrices.setdefault(key, entry)
-        while len(_matrices) > MAX_CACHED:
-            _matrices.pop(next(iter(_matrices)))
-        return _matrices.get(key, entry)
+    return _keep(key, _Matrix(ids, index, found["buffer"], found["dim"], found["files"],
+                              found["counts"], saved=len(ids)), replace=False)
 
 
 def _discard(key: tuple[str, str, str, bool], base: Path | None) -> None:
@@ -430,9 +433,12 @@ def persist(base: Path | None = None) -> int:
                     or len(entry.ids) - entry.saved > max(64, len(entry.ids) // 50))]
     written = 0
     for key, entry in due:
-        with reader(Path(key[0])) as conn:
-            if conn is None or _counts(conn) != entry.counts:
-                continue  # vectors or memories came or went: the next search catches up
+        try:
+            with reader(Path(key[0])) as conn:
+                if conn is None or _counts(conn) != entry.counts:
+                    continue  # vectors or memories came or went: the next search catches up
+        except (sqlite3.Error, OSError):
+            continue  # a bank that cannot be read now: its file waits for the next answer
         rows = len(entry.ids)
         if vector_file.write(key, entry.ids[:rows], entry.buffer[:rows], entry.files,
                              entry.counts, base) is not None:

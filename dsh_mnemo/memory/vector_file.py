@@ -133,7 +133,7 @@ def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
             with os.fdopen(fd, "wb") as fh:
                 fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob)
                 fh.write(b"\0" * (offset - start))
-                fh.write(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+                fh.write(np.ascontiguousarray(matrix, dtype="<f4").data)  # no copy of it
                 fh.truncate(offset + capacity * dim * 4)  # the room: a hole
         except BaseException:
             with contextlib.suppress(OSError):
