@@ -440,10 +440,11 @@ def persist(base: Path | None = None) -> int:
         except (sqlite3.Error, OSError):
             continue  # a bank that cannot be read now: its file waits for the next answer
         rows = len(entry.ids)
-        if vector_file.write(key, entry.ids[:rows], entry.buffer[:rows], entry.files,
-                             entry.counts, base) is not None:
-            entry.saved = rows
-            written += 1
+        done = vector_file.write(key, entry.ids[:rows], entry.buffer[:rows], entry.files,
+                                 entry.counts, base)
+        # tried either way: a full disk is not written 150 MB at again on every answer
+        entry.saved = rows
+        written += done is not None
     return written
 
 

@@ -155,6 +155,29 @@ def test_a_file_that_does_not_fit_the_model_is_dropped_for_the_bank(
     assert again is None or again["dim"] == 384
 
 
+def test_a_file_that_cannot_be_written_is_not_tried_again_on_every_prompt(
+        repo: Path, data_dir: Path, setup: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    vector_file = setup["vector_file"]
+    blocked = data_dir / "cache" / "vectors"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a directory")  # every write fails
+    attempts: list[object] = []
+    real_write = vector_file.write
+
+    def counting_write(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(args[0])
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(vector_file, "write", counting_write)
+    first = ask(repo, PROMPT, "s1")
+    assert "make release" in first and attempts
+    tried = len(attempts)
+    assert ask(repo, PROMPT, "s2") == first
+    assert len(attempts) == tried  # the same matrix is not written at again
+    assert blocked.read_text() == "not a directory"
+
+
 def _key_of(path: Path) -> tuple[str, str, str, bool]:
     from dsh_mnemo.memory.vector_file import _key_of as raw
 
