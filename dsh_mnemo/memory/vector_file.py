@@ -3,8 +3,9 @@
 A prompt compares the query with every vector of its namespace.  Read from
 the bank, 100,000 vectors take about half a second (the blobs, then one
 matrix out of them); a process without a resident server pays that on every
-prompt, and a server on every start.  Mapped from this file they take about
-20 ms: the pages are the operating system's, and nothing is decoded.
+prompt, and a server on every start.  Mapped from this file they are ready in
+about 25 ms, their ids included: the pages are the operating system's, and
+nothing is decoded.
 
 The file is a cache of what the bank holds, never the record: the bank's
 `mnemo_vectors` table is.  It is written (whole, under a temporary name,
