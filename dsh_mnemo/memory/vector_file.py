@@ -75,13 +75,8 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None) -> dict[str,
     path = path_for(key, base)
     try:
         with open(path, "rb") as fh:
-            if fh.read(len(MAGIC)) != MAGIC:
-                return None
-            (size,) = struct.unpack("<I", fh.read(4))
-            if size > _MAX_HEADER:
-                return None
-            header = json.loads(fh.read(size).decode("utf-8"))
-            if header.get("key") != list(key):
+            header = _header(fh)
+            if header is None or header.get("key") != list(key):
                 return None
             rows, capacity, dim = (int(header[k]) for k in ("rows", "capacity", "dim"))
             offset, id_bytes = int(header["offset"]), int(header["ids"])
@@ -173,9 +168,9 @@ def prune(base: Path | None = None, *, keep: Path | None = None) -> int:
             continue
         key = _key_of(p)
         gone = not (key and isinstance(key[0], str) and os.path.isfile(key[0]))
-        replaced = (len(key) == 4 and len(kept_key) == 4 and key[0] == kept_key[0]
-                    and key[1] == kept_key[1] and key[3] == kept_key[3]
-                    and key[2] != kept_key[2])
+        # the same bank, namespace and scope (key[0], [1], [3]) with another model
+        replaced = (len(key) == len(kept_key) == 4 and key[2] != kept_key[2]
+                    and [key[0], key[1], key[3]] == [kept_key[0], kept_key[1], kept_key[3]])
         if gone or replaced:
             removed += _unlink(p)
             continue
@@ -203,18 +198,26 @@ def remove_for(db_path: Path, base: Path | None = None) -> int:
     return removed
 
 
+def _header(fh: Any) -> dict[str, Any] | None:
+    """The header of the file open in `fh` (read past it), or None if it has none.
+    Raises OSError, ValueError (bad JSON or UTF-8) or struct.error."""
+    if fh.read(len(MAGIC)) != MAGIC:
+        return None
+    (size,) = struct.unpack("<I", fh.read(4))
+    if size > _MAX_HEADER:
+        return None
+    header = json.loads(fh.read(size).decode("utf-8"))
+    return header if isinstance(header, dict) else None
+
+
 def _key_of(path: Path) -> list[Any]:
     try:
         with open(path, "rb") as fh:
-            if fh.read(len(MAGIC)) != MAGIC:
-                return []
-            (size,) = struct.unpack("<I", fh.read(4))
-            if size > _MAX_HEADER:
-                return []
-            key = json.loads(fh.read(size).decode("utf-8")).get("key")
-            return key if isinstance(key, list) else []
-    except (OSError, ValueError, struct.error, UnicodeDecodeError, AttributeError):
+            header = _header(fh)
+    except (OSError, ValueError, struct.error):
         return []
+    key = header.get("key") if header is not None else None
+    return key if isinstance(key, list) else []
 
 
 def _unlink(path: Path) -> int:
