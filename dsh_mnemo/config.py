@@ -252,13 +252,82 @@ def load_settings(path: Path | None = None) -> Settings:
         return Settings(source=None)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    return Settings(values=validate(_parse_cached(text, path), origin=str(path)), source=path)
+
+
+# ─── The parsed file, kept for the next process ───────────────────────────
+# Importing PyYAML and parsing a small file takes about 9 ms, paid by every
+# hook process that runs without the resident server and by every command.
+# The parse of the file's text is kept in DATA/cache/config.json under the
+# text's FNV-1a hash; a process whose file hashes the same reads that JSON
+# (imported anyway) and validates it as usual.  Only a mapping that JSON
+# gives back exactly is kept (not a YAML date or a number as a key), so a
+# cached load is the same as a parse.  A missing, damaged or foreign cache
+# file only means a parse.
+CACHE_NAME = "config.json"
+_CACHE_VERSION = 1
+
+
+def _cache_path() -> Path:
+    return paths.data_dir() / "cache" / CACHE_NAME
+
+
+def _parse_cached(text: str, path: Path) -> Any:
+    import json
+
+    from .fsutil import fnv64
+
+    key = f"{fnv64(text.encode('utf-8', 'surrogatepass')):016x}"
+    cache = _cache_path()
+    try:
+        with open(cache, "rb") as handle:
+            kept = json.loads(handle.read(1 << 20))
+        if kept.get("version") == _CACHE_VERSION and kept.get("key") == key:
+            return kept["raw"]
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        pass
     import yaml
 
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-    return Settings(values=validate(raw, origin=str(path)), source=path)
+    _keep_parse(cache, key, raw)
+    return raw
+
+
+_SECRET_NAMES = ("key", "token", "secret", "passw", "credential")
+
+
+def may_hold_secret(flat: dict[str, Any]) -> bool:
+    """Could a copy of these settings copy a credential?  A non-empty string
+    under a name like `api_key`, or a URL with a user part (`https://u:p@host`).
+    A settings cache is not written then: a secret is never copied to disk."""
+    for name, value in flat.items():
+        if not isinstance(value, str) or not value:
+            continue
+        if str(name).endswith("_env"):
+            continue  # the name of a variable (`embeddings.api_key_env`), not its value
+        if any(word in str(name).lower() for word in _SECRET_NAMES):
+            return True
+        if "://" in value and "@" in value:
+            return True
+    return False
+
+
+def _keep_parse(cache: Path, key: str, raw: Any) -> None:
+    import json
+
+    from .fsutil import write_cache_file
+
+    try:
+        data = json.dumps({"version": _CACHE_VERSION, "key": key, "raw": raw})
+        if (json.loads(data)["raw"] != raw or not cache.parent.parent.is_dir()
+                or may_hold_secret(dict(_flatten(raw)) if isinstance(raw, dict) else {})):
+            return  # JSON would not give it back as parsed; no data dir yet; a credential
+        write_cache_file(cache, data.encode("utf-8"))
+    except (OSError, ValueError, TypeError, RecursionError):
+        pass  # a cache: the next process parses the file again
 
 
 def _read_raw(path: Path) -> dict[str, Any]:

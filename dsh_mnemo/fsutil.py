@@ -50,6 +50,33 @@ def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> Non
             os.close(dir_fd)
 
 
+def fnv64(data: bytes) -> int:
+    """64-bit FNV-1a of `data`: a stable key for a cache, without importing
+    hashlib (its OpenSSL start-up is about 2 ms of a hook process)."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def write_cache_file(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`, 0600, without an fsync: for a cache, whose
+    reader checks what it reads (a crash may leave the old file, or none)."""
+    path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def backup_copy(path: Path, folder: Path, label: str) -> Path:
     """A private copy (0600) of `path` in `folder`, named LABEL-STAMP-MS-NAME: a
     user's config file as it was before mnemo edited it."""

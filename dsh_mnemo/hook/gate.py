@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
+from ..lazy_re import lazy
+
 TEMPORAL_WEIGHT = 0.2
 TEMPORAL_HALFLIFE_HOURS = 48.0
 
@@ -155,20 +157,20 @@ LEXICAL_TOP = 5
 MIN_DISTINCT_TOKENS = 1  # the pre-gate: words a prompt needs, besides stopwords and FILLER ...
 MIN_CJK = 4  # ... or CJK characters, besides Chinese filler ("好的", "继续", "谢谢")
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CJK = lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_RUN = lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 # Words of acknowledgement and continuation: "nice, thanks", "cool, next" say nothing to look for.
 FILLER = frozenset(["thanks", "thank", "thx", "nice", "cool", "great", "good", "fine", "okay",
                     "sure", "yes", "yeah", "yep", "yup", "nope", "next", "one", "continue",
                     "go", "ahead", "please", "lgtm", "done", "perfect", "awesome", "sounds",
                     "right", "correct", "agreed", "proceed", "carry", "keep", "going", "more"])
-_CJK_FILLER = re.compile(r"好的|好吧|谢谢|多谢|感谢|继续|可以|没问题|收到|明白|了解|知道了|下一个|"
+_CJK_FILLER = lazy(r"好的|好吧|谢谢|多谢|感谢|继续|可以|没问题|收到|明白|了解|知道了|下一个|"
                          r"是的|对的|不错|很好|嗯+|哦+|行|对|好|啊|吧|呢|了")
 _QUESTION_START = re.compile(
     r"^\s*(?:how|what|why|where|when|who|whom|which|whose|can|could|would|should|shall|will|"
     r"is|are|was|were|do|does|did|have|has|may|might|please|pls|help|explain|tell|show|"
     r"remind|fix|write|add|make|run|give|list|find|check|look|let's|lets|hey|hi)\b", re.I)
-_CJK_QUESTION = re.compile(r"(?:吗|呢|么|怎么|如何|为什么|为啥|什么|哪|几|多少|是否|能否|可以|请|帮我|帮忙)")
+_CJK_QUESTION = lazy(r"(?:吗|呢|么|怎么|如何|为什么|为啥|什么|哪|几|多少|是否|能否|可以|请|帮我|帮忙)")
 # A captured user turn is a fact only when it records a decision in so many words.
 _DECISION = re.compile(
     r"(?i)\b(?:from now on|going forward|remember that|note that|we (?:now|always|never|"
@@ -182,10 +184,15 @@ _SUPERSEDES = re.compile(
     r"现在|改用|不再|替换|换成|以后|今后|已经迁移|迁到|已经从|升级到|取代|下线")
 
 
+def has_cjk(text: str) -> bool:
+    """Any Chinese, Japanese or Korean character?  (An ASCII text never compiles the class.)"""
+    return not text.isascii() and _CJK.search(text) is not None
+
+
 def distinctive(prompt: str) -> bool:
     """Does the prompt say enough to look for?  ("ok", "nice, thanks", "继续" do not.)"""
-    words = [w for w in tokens(prompt) if w not in FILLER and not _CJK.search(w)]
-    cjk = len(_CJK.findall(_CJK_FILLER.sub("", prompt)))
+    words = [w for w in tokens(prompt) if w not in FILLER and not has_cjk(w)]
+    cjk = 0 if prompt.isascii() else len(_CJK.findall(_CJK_FILLER.sub("", prompt)))
     return len(words) >= MIN_DISTINCT_TOKENS or cjk >= MIN_CJK
 
 
@@ -194,9 +201,9 @@ def terms(text: str) -> frozenset[str]:
     """Gate tokens, with runs of CJK characters cut into bigrams (Chinese has no spaces)."""
     out: set[str] = set()
     for word in tokens(text):
-        if not _CJK.search(word):
+        if not has_cjk(word):
             out.add(word)
-    for run in _CJK_RUN.findall(text):
+    for run in () if text.isascii() else _CJK_RUN.findall(text):
         out.update(run[i:i + 2] for i in range(max(1, len(run) - 1)))
     return frozenset(out)
 
@@ -207,7 +214,7 @@ def is_user_request(content: str) -> bool:
     if text.rstrip().endswith(("?", "？")) or _QUESTION_START.match(text):
         return True
     head = text[:40]
-    return bool(_CJK.search(head) and _CJK_QUESTION.search(text))
+    return has_cjk(head) and bool(_CJK_QUESTION.search(text))
 
 
 def is_user_fact(content: str) -> bool:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from ..lazy_re import lazy
 from ..memory.scrub import clean_invisible, fix_surrogates
 from .inject import HINT_PREFIX, PREFACE, STANDING_PREFACE
 
@@ -54,12 +55,12 @@ OWN_TAG = "memory-data"
 MAX_ATTRIBUTES = 512  # a tag with more attribute text than this is not a tag
 
 _TAGS = "|".join(re.escape(t) for t in sorted(HARNESS_TAGS, key=len, reverse=True))
-_TAG = re.compile(
+_TAG = lazy(
     rf"<[ \t\n]{{0,16}}(?P<close>/[ \t\n]{{0,16}})?(?P<name>{_TAGS})(?![\w-])"
     rf"(?P<attrs>[^<>]{{0,{MAX_ATTRIBUTES}}})>", re.I)
 # The lines of mnemo's block after its opening tag: the preface, then memory
 # lines "- (DATE, LEVEL) text", "- (LEVEL) text" or "- (DATE) text".
-_ECHO_LINES = re.compile(
+_ECHO_LINES = lazy(
     r"(?:[ \t]{0,16}(?:" + re.escape(PREFACE) + "|" + re.escape(STANDING_PREFACE)
     + r"|- \([^()\n]{1,80}\)(?: [^\n]*)?)"
     r"[ \t]*(?:\n|\Z))*")

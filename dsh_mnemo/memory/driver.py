@@ -282,6 +282,26 @@ def _gate_constructor_ddl(beam: types.ModuleType) -> bool:
 # ─── Opening a bank ───────────────────────────────────────────────────────
 
 
+def _prime_settings() -> bool | None:
+    """Upstream's settings singleton from the kept parse (`upstream_config`):
+    True if built from it, False if upstream will parse its file, None when it
+    exists already (an earlier open)."""
+    config = sys.modules.get("mnemosyne.core.config")
+    if config is None or config.MnemosyneConfig._instance is not None:
+        return None
+    from . import upstream_config
+
+    return upstream_config.prime(config)
+
+
+def _keep_settings() -> None:
+    config = sys.modules.get("mnemosyne.core.config")
+    if config is not None:
+        from . import upstream_config
+
+        upstream_config.keep(config)
+
+
 def _open(db_path: Path, namespace: str) -> Mnemosyne:
     """A new upstream instance for (`db_path`, `namespace`) on this thread.
 
@@ -319,10 +339,13 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
         usable = up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
         fast = usable and _fingerprint_matches(conn, up, vec_loaded)
         _ddl.skip, _ddl.failed = fast, False
+        primed = _prime_settings()
         try:
             memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
         finally:
             _ddl.skip = False
+        if primed is False:
+            _keep_settings()
         if fast:
             _after_fast_open(up, memory)
         elif usable and not _ddl.failed:

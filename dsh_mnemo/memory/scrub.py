@@ -107,6 +107,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..lazy_re import lazy
+
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
@@ -174,9 +176,12 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 
 INVISIBLE_CLASS = _char_class(INVISIBLE_RANGES)
-_INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]")
+_INVISIBLE = lazy(f"[{INVISIBLE_CLASS}]")
 # C0 and C1 controls except tab and newline (CR is turned into a newline first).
-_INVISIBLE_OR_CONTROL = re.compile(f"[{INVISIBLE_CLASS}\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_INVISIBLE_OR_CONTROL = lazy(f"[{INVISIBLE_CLASS}\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What of it an ASCII text can hold (every invisible character is past ASCII):
+# most prompts never compile the wide class above.
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _LINE_BREAKS = re.compile("\r\n?|[\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LONE_SURROGATE = re.compile(
@@ -207,13 +212,15 @@ def clean_invisible(text: str) -> str:
     """
     text = fix_surrogates(text)
     text = _LINE_BREAKS.sub("\n", text)
+    if text.isascii():
+        return _ASCII_CONTROL.sub("", text)
     text = _INVISIBLE_OR_CONTROL.sub("", text)
     return text.replace("\u2800", " ")
 
 
 def strip_invisible(text: str) -> str:
     """Only the invisible characters of `clean_invisible` removed (controls kept)."""
-    return _INVISIBLE.sub("", text)
+    return text if text.isascii() else _INVISIBLE.sub("", text)
 
 
 # ─── Matching helpers ──────────────────────────────────────────────────────
@@ -338,7 +345,7 @@ def _looks_random(value: str) -> bool:
     return False
 
 
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = lazy(
     r"(?:|\*{1,64}|x{1,64}|\.{2,64}|…|-|<[^<>\n]{0,64}>|\$\{[^{}\n]{0,64}\}|"
     r"\$[a-z_][a-z0-9_]{0,64}|\{\{[^{}\n]{0,64}\}\}|%\([a-z_]{1,32}\)s|"
     r"null|none|nil|true|false|undefined|changeme|example|redacted|"

@@ -27,7 +27,6 @@ again).  Nothing is promoted without the user.
 from __future__ import annotations
 
 import hashlib
-import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +35,7 @@ from typing import Any
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
+from ..lazy_re import lazy
 from ..workspace.context import MemoryContext
 from . import banks, driver
 from .targets import GLOBAL_TARGET, Target
@@ -146,7 +146,7 @@ def _negated(stamp: str | None) -> tuple[int, ...]:
 
 # Strict on purpose: a statement of a lasting rule or preference, not a
 # request for this turn.  English and Chinese.
-_CANDIDATE = re.compile(
+_CANDIDATE = lazy(
     r"(?i)^\s*(?:"
     r"(?:from now on|going forward|in future|in the future|henceforth)\b"
     r"|(?:always|never)\s+(?:use|run|ask|write|answer|reply|commit|push|deploy|call|keep|"

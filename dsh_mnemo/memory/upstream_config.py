@@ -1,0 +1,110 @@
+"""Upstream's settings file, parsed once rather than in every process.
+
+`Mnemosyne()` starts with upstream's `get_config()`, whose first call in a
+process builds upstream's settings singleton (`MnemosyneConfig`) from
+`$MNEMOSYNE_DATA_DIR/config.yaml`, the file upstream seeds with about 80
+keys.  It parses that file with PyYAML twice (a check for legacy defaults
+that only logs, then the load): about 16 ms of every hook process that runs
+without the resident server, the import of PyYAML included.
+
+After upstream built the singleton, `keep` saves its parsed mapping
+(`_yaml_cache`, upstream's own flattened copy) in `DATA/cache/` under the
+FNV-1a hash of the file's bytes and upstream's version.  The next process's
+`prime` reads the file's bytes, and when they hash the same it builds the
+singleton from that mapping with exactly the attributes upstream's
+constructor sets; upstream then finds it and parses nothing.  Only the
+legacy-defaults warning is not logged again.
+
+It never guesses: a file that changed, another upstream version, a damaged
+or foreign cache file, a mapping JSON would not give back as parsed, or an
+upstream whose constructor sets other attributes than the ones known here
+(checked on every `keep`) all mean upstream's own parse, as before.  A
+file that holds a credential (upstream seeds its `*_api_key` keys from the
+environment) is never copied: it is parsed in every process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..config import may_hold_secret
+from ..fsutil import fnv64, write_cache_file
+
+CACHE_NAME = "upstream-config.json"
+_VERSION = 1
+# What `MnemosyneConfig.__init__` of the upstream versions mnemo supports sets.
+ATTRIBUTES = ("_config_path", "_yaml_cache", "_yaml_lock", "_yaml_mtime")
+
+_state = threading.local()
+
+
+def _cache_path(base: Path | None) -> Path:
+    return (base or paths.data_dir()) / "cache" / CACHE_NAME
+
+
+def _key(data: bytes) -> str:
+    version = str(getattr(sys.modules.get("mnemosyne"), "__version__", "unknown"))
+    return f"{version}:{fnv64(data):016x}"
+
+
+def prime(config: Any, base: Path | None = None) -> bool:
+    """Build upstream's settings singleton from the kept parse; whether it did.
+
+    `config` is the module `mnemosyne.core.config`.  Nothing happens when the
+    singleton exists already or the kept parse does not match the file."""
+    cls = config.MnemosyneConfig
+    if cls._instance is not None:
+        return False
+    try:
+        path = Path(config._default_config_path())
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            data = handle.read()
+        with open(_cache_path(base), "rb") as handle:
+            kept = json.loads(handle.read(1 << 22))
+        if (kept.get("version") != _VERSION or kept.get("key") != _key(data)
+                or kept.get("path") != str(path) or not isinstance(kept.get("flat"), dict)):
+            return False
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False  # no file yet (upstream seeds it), no cache, or a damaged one
+    instance = cls.__new__(cls)
+    instance._config_path = path
+    instance._yaml_cache = kept["flat"]
+    instance._yaml_mtime = stat.st_mtime
+    instance._yaml_lock = threading.Lock()
+    with cls._lock:
+        if cls._instance is not None:
+            return False
+        cls._instance = instance
+    return True
+
+
+def keep(config: Any, base: Path | None = None) -> bool:
+    """Save the parse of the singleton upstream built itself; whether it did."""
+    instance = config.MnemosyneConfig._instance
+    if instance is None or tuple(sorted(vars(instance))) != ATTRIBUTES:
+        return False  # not built, or an upstream whose settings object differs
+    try:
+        path = Path(instance._config_path)
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            data = handle.read()
+        if stat.st_mtime != instance._yaml_mtime:
+            return False  # changed since upstream read it
+        flat = instance._yaml_cache
+        if not isinstance(flat, dict) or may_hold_secret(flat):
+            return False  # upstream seeds API keys from the environment: never copied
+        text = json.dumps({"version": _VERSION, "key": _key(data), "path": str(path),
+                           "flat": flat})
+        if json.loads(text)["flat"] != flat:
+            return False  # JSON would not give it back as parsed (a date, a set)
+        write_cache_file(_cache_path(base), text.encode("utf-8"))
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+        return False  # a cache: the next process parses the file itself
+    return True

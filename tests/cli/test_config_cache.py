@@ -1,0 +1,125 @@
+"""The parsed settings file kept in DATA/cache/config.json: a process whose file
+did not change reads JSON instead of importing PyYAML, and gets the same values."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo import config
+from dsh_mnemo.config import load_settings, may_hold_secret, set_value
+from tests.workspace.conftest import run_python
+
+
+@pytest.fixture
+def cfg(isolated_env: Path) -> Path:
+    path = Path(os.environ["MNEMO_CONFIG"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Path(os.environ["MNEMO_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cache_file() -> Path:
+    return Path(os.environ["MNEMO_DATA_DIR"]) / "cache" / config.CACHE_NAME
+
+
+LOAD = ("import sys, json\nfrom dsh_mnemo.config import load_settings\n"
+        "s = load_settings()\n"
+        "print(json.dumps([s['prefetch.top_k'], s['hooks.deadline_seconds'], "
+        "'yaml' in sys.modules]))")
+
+
+def test_a_second_process_reads_the_kept_parse_without_yaml(cfg: Path) -> None:
+    cfg.write_text("prefetch:\n  top_k: 4\nhooks:\n  deadline_seconds: 3.5\n")
+    first = run_python(LOAD)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == [4, 3.5, True]  # parsed: PyYAML imported
+    assert stat.S_IMODE(cache_file().stat().st_mode) == 0o600
+    second = run_python(LOAD)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout) == [4, 3.5, False]  # the same values, no PyYAML
+
+
+def test_an_edited_file_is_parsed_again(cfg: Path) -> None:
+    cfg.write_text("prefetch:\n  top_k: 4\n")
+    assert load_settings()["prefetch.top_k"] == 4
+    cfg.write_text("prefetch:\n  top_k: 2\n")
+    assert load_settings()["prefetch.top_k"] == 2
+    set_value("prefetch.top_k", "7")
+    assert load_settings()["prefetch.top_k"] == 7
+    kept = json.loads(cache_file().read_text())
+    assert kept["raw"] == {"prefetch": {"top_k": 7}}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other-key", "not-a-mapping"])
+def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(cfg: Path, damage: str) -> None:
+    cfg.write_text("prefetch:\n  top_k: 4\n")
+    load_settings()
+    good = json.loads(cache_file().read_text())
+    if damage == "garbage":
+        cache_file().write_bytes(b"\x00{not json")
+    elif damage == "other-key":
+        cache_file().write_text(json.dumps({**good, "raw": {"prefetch": {"top_k": 9}},
+                                            "key": "0" * 16}))
+    else:
+        cache_file().write_text("[1, 2]")
+    assert load_settings()["prefetch.top_k"] == 4
+    assert json.loads(cache_file().read_text()) == good
+
+
+def test_a_kept_parse_is_still_validated(cfg: Path) -> None:
+    cfg.write_text("prefetch:\n  top_k: 4\n")
+    load_settings()
+    kept = json.loads(cache_file().read_text())
+    # someone writes an invalid value under the current file's key: still refused
+    kept["raw"] = {"prefetch": {"top_k": "many"}}
+    cache_file().write_text(json.dumps(kept))
+    with pytest.raises(config.ConfigError):
+        load_settings()
+
+
+def test_invalid_yaml_is_still_an_error_and_keeps_nothing(cfg: Path) -> None:
+    cfg.write_text("prefetch: [unclosed\n")
+    with pytest.raises(config.ConfigError, match="not valid YAML"):
+        load_settings()
+    assert not cache_file().exists()
+
+
+def test_no_cache_without_a_data_dir(isolated_env: Path) -> None:
+    path = Path(os.environ["MNEMO_CONFIG"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("prefetch:\n  top_k: 4\n")
+    assert not Path(os.environ["MNEMO_DATA_DIR"]).exists()
+    assert load_settings()["prefetch.top_k"] == 4
+    assert not Path(os.environ["MNEMO_DATA_DIR"]).exists()  # not created for a cache
+
+
+def test_a_setting_that_looks_like_a_credential_is_never_copied(cfg: Path) -> None:
+    cfg.write_text("embeddings:\n  backend: openai-url\n"
+                   "  url: https://user:hunter2@embed.example/v1\n"
+                   "  model: m\n  api_key_env: MY_KEY\n")
+    assert load_settings()["embeddings.url"].startswith("https://user:")
+    assert not cache_file().exists()
+
+
+def test_what_counts_as_a_credential() -> None:
+    assert may_hold_secret({"llm_api_key": "sk-live"})
+    assert may_hold_secret({"auth.token": "abc"})
+    assert may_hold_secret({"url": "https://u:p@host/"})
+    assert not may_hold_secret({"llm_api_key": "", "url": "https://host/v1"})
+    assert not may_hold_secret({"embeddings.api_key_env": "OPENAI_API_KEY"})  # a name
+    assert not may_hold_secret({"top_k": 5, "enabled": True})
+
+
+def test_a_parse_json_cannot_give_back_is_not_kept(cfg: Path) -> None:
+    # a YAML date is not JSON: kept as text it would come back as a string
+    config._keep_parse(cache_file(), "0" * 16, {"when": __import__("datetime").date(2026, 1, 2)})
+    assert not cache_file().exists()
+    config._keep_parse(cache_file(), "0" * 16, {1: "a number as a key"})
+    assert not cache_file().exists()
+    config._keep_parse(cache_file(), "0" * 16, {"prefetch": {"top_k": 3}})
+    assert cache_file().exists()
