@@ -213,7 +213,7 @@ complete -c mnemo -n '__mnemo_in \'serve\'' -l 'foreground' -d 'Serve in this pr
 complete -c mnemo -n '__mnemo_in \'serve\'' -l 'stop' -d 'Stop the running server (queued stores finish first).'
 complete -c mnemo -n '__mnemo_in \'serve\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'serve\'' -s 'h' -l 'help' -d 'Show the help and exit.'
-complete -c mnemo -n '__mnemo_arg \'standing\' 0' -a 'list' -d 'The workspace\'s and the global standing memories, in the order they are given.'
+complete -c mnemo -n '__mnemo_arg \'standing\' 0' -a 'list' -d 'The workspace\'s and the global standing memories, in the order a session gets them.'
 complete -c mnemo -n '__mnemo_arg \'standing\' 0' -a 'remove' -d 'Delete one standing memory (of this workspace, or a global one).'
 complete -c mnemo -n '__mnemo_in \'standing\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'standing\'' -s 'h' -l 'help' -d 'Show the help and exit.'

@@ -38,7 +38,7 @@ def standing_main(ctx: typer.Context, json: JsonOpt = False) -> None:
 @standing_app.command("list")
 @reports
 def list_standing(json: JsonOpt = False):
-    """The workspace's and the global standing memories, in the order they are given."""
+    """The workspace's and the global standing memories, in the order a session gets them."""
     return core.list_(settings())
 
 
@@ -47,11 +47,12 @@ def _standing(report: Any) -> None:
     if not report.standing:
         out.print("No standing memories. Add one with `mnemo remember --standing TEXT`.")
         return
-    grid = table("id", "level", "importance", "memory")
+    grid = table("id", "level", "importance", "at start", "memory")
     for item in report.standing:
-        grid.add_row(item.id, item.level, f"{item.importance:.2f}", escape(item.content))
+        grid.add_row(item.id, item.level, f"{item.importance:.2f}",
+                     "yes" if item.at_session_start else "[yellow]no[/]", escape(item.content))
     out.print(grid)
-    out.print(f"Given once per session, within {report.budget_chars} characters.")
+    out.print(f"Given once per session, in this order, within {report.budget_chars} characters.")
 
 
 @standing_app.command("remove")

@@ -52,6 +52,13 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
             "nothing was stored",
             hint="Rephrase it, or set write_filter to warn or off with `mnemo config set`.")
     report = Report("remember", result)
+    if standing and result.id is not None:
+        from .standing import at_session_start, over_budget
+
+        items = at_session_start(ctx, settings)
+        if any(s.id == result.id and not s.at_session_start for s in items):
+            report.warn(over_budget(sum(1 for s in items if not s.at_session_start),
+                                    len(items), int(settings["standing.budget_chars"])))
     if result.secrets and policy == "redact":
         report.note(f"Redacted before storing: {', '.join(result.secrets)}.")
     elif result.secrets:

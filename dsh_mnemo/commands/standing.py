@@ -25,16 +25,42 @@ class StandingList:
     standing: list[standing_memory.Standing] = field(default_factory=list)
 
 
+def at_session_start(ctx: MemoryContext, settings: Settings) -> list[standing_memory.Standing]:
+    """The standing memories that apply here, in the order a session's start gives
+    them, each marked with whether the block's budget has room for it."""
+    from ..hook.inject import Line, fitting
+
+    items = standing_memory.order_for(standing_memory.list_standing(ctx))
+    fits = fitting([Line(content=s.content, level=s.level, timestamp=None) for s in items],
+                   ctx.display_name or "workspace", int(settings["standing.budget_chars"]),
+                   kind="standing")
+    for item, fit in zip(items, fits, strict=True):
+        item.at_session_start = fit
+    return items
+
+
 def list_(settings: Settings, *, cwd: Path | None = None) -> Report:
     ctx = _context(settings, cwd)
-    items = standing_memory.list_standing(ctx)
-    report = Report("standing", StandingList(workspace=ctx.display_name,
-                                             budget_chars=int(settings["standing.budget_chars"]),
+    items = at_session_start(ctx, settings)
+    budget = int(settings["standing.budget_chars"])
+    report = Report("standing", StandingList(workspace=ctx.display_name, budget_chars=budget,
                                              standing=items))
     if not ctx.bound:
         report.note("This directory is not in a bound workspace: only global standing "
                     "memories apply here.")
+    left_out = [s for s in items if not s.at_session_start]
+    if left_out:
+        report.warn(over_budget(len(left_out), len(items), budget))
     return report
+
+
+def over_budget(left_out: int, total: int, budget: int) -> str:
+    verb = "does" if left_out == 1 else "do"
+    return (f"{left_out} of the {total} standing memories here {verb} not fit in a session's "
+            f"start block (standing.budget_chars: {budget}), so a session starts without "
+            "them. Raise the budget (`mnemo config set standing.budget_chars "
+            f"{budget * 2}`), remove some (`mnemo standing remove ID`), or store the ones "
+            "that matter most with a higher --importance.")
 
 
 def remove(settings: Settings, memory_id: str, *, cwd: Path | None = None) -> Report:

@@ -156,28 +156,46 @@ def render_block(lines: Iterable[Line], workspace: str, budget: int, *,
     session-start block of standing memories (its own tag attribute and
     preface).
     """
+    head, preface, tail = _frame(workspace, kind)
+    body = [rendered for rendered in _packed(lines, head, preface, tail, budget)
+            if rendered is not None]
+    if not body:
+        return None
+    return "\n".join([head, preface, *body, tail])
+
+
+def fitting(lines: Iterable[Line], workspace: str, budget: int, *,
+            kind: str | None = None) -> list[bool]:
+    """For each of `lines`, in order: does `render_block` give it the model?"""
+    head, preface, tail = _frame(workspace, kind)
+    return [rendered is not None for rendered in _packed(lines, head, preface, tail, budget)]
+
+
+def _frame(workspace: str, kind: str | None) -> tuple[str, str, str]:
     attribute = f' kind="{STANDING_KIND}"' if kind == STANDING_KIND else ""
     preface = STANDING_PREFACE if kind == STANDING_KIND else PREFACE
     head = (f'<{OPEN_TAG} source="mnemo" workspace="{sanitize_attribute(workspace)}"'
             f'{attribute}>')
-    tail = f"</{OPEN_TAG}>"
-    fixed = len(head) + 1 + len(preface) + 1 + len(tail)
-    body: list[str] = []
-    used = fixed
+    return head, preface, f"</{OPEN_TAG}>"
+
+
+def _packed(lines: Iterable[Line], head: str, preface: str, tail: str,
+            budget: int) -> list[str | None]:
+    """Each line rendered if the block keeps it, else None: whole memories, best
+    first, a line that does not fit dropped (a shorter one after it may still fit),
+    empty and repeated lines dropped."""
+    used = len(head) + 1 + len(preface) + 1 + len(tail)
     seen: set[str] = set()
+    out: list[str | None] = []
     for line in lines:
         rendered = render_line(line)
-        if rendered is None or rendered in seen:
+        if rendered is None or rendered in seen or used + len(rendered) + 1 > budget:
+            out.append(None)
             continue
-        cost = len(rendered) + 1
-        if used + cost > budget:
-            continue  # drop this memory whole; a shorter one may still fit
-        body.append(rendered)
         seen.add(rendered)
-        used += cost
-    if not body:
-        return None
-    return "\n".join([head, preface, *body, tail])
+        used += len(rendered) + 1
+        out.append(rendered)
+    return out
 
 
 def hint_line(root: str) -> str:

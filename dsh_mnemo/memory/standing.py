@@ -57,6 +57,9 @@ class Standing:
     bank: str
     timestamp: str | None
     importance: float
+    # Whether a session's start block has room for it (`mnemo standing list`);
+    # None where that was not worked out.
+    at_session_start: bool | None = None
 
 
 def targets_of(ctx: MemoryContext) -> list[Target]:

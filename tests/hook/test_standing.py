@@ -142,7 +142,9 @@ def test_standing_list_and_remove(two) -> None:
     alpha, beta = two
     listed = json.loads(mnemo("standing", "list", "--json", cwd=alpha).stdout)
     texts = [s["content"] for s in listed["standing"]]
-    assert texts[-1] == GLOBAL and set(texts) == {RULE, CHANGELOG, GLOBAL}
+    # the order a session start gives them: equal importance, so the newest first
+    assert texts == [GLOBAL, CHANGELOG, RULE]
+    assert all(s["at_session_start"] is True for s in listed["standing"])
     assert [s["content"] for s in json.loads(
         mnemo("standing", "--json", cwd=beta).stdout)["standing"]] == [GLOBAL]
     rule = next(s["id"] for s in listed["standing"] if s["content"] == RULE)
@@ -183,3 +185,24 @@ def test_candidates_are_suggested_accepted_and_rejected(make_repo, data_dir: Pat
     pending = json.loads(mnemo("candidates", "--json", cwd=repo).stdout)["candidates"]
     assert [c["id"] for c in pending] == [chinese]
     assert "Always answer in English" in mnemo("standing", cwd=repo).stdout
+
+
+def test_standing_list_shows_what_a_session_start_has_no_room_for(two) -> None:
+    alpha, _ = two
+    configure(standing__budget_chars=300)  # room for the two newest only
+    done = run_cli_hook("session-start", "claude-code",
+                        payload("claude-code", "session-start", cwd=alpha, session="b1"))
+    block = injected_text("claude-code", done.stdout, "session-start")
+    result = mnemo("standing", "list", "--json", cwd=alpha)
+    listed = json.loads(result.stdout)["standing"]
+    given = [s["content"] for s in listed if s["at_session_start"]]
+    assert given == [GLOBAL, CHANGELOG] and all(text in block for text in given)
+    assert RULE not in block and [s["at_session_start"] for s in listed] == [True, True, False]
+    assert "1 of the 3 standing memories here does not fit" in result.stderr
+    human = mnemo("standing", cwd=alpha)
+    assert "at start" in human.stdout and "standing.budget_chars: 300" in human.stderr
+    # storing one that will not be given at session start says so at once
+    low = mnemo("remember", "--standing", "--importance", "0.1", "Tabs, not spaces.", cwd=alpha)
+    assert low.exit_code == 0 and "2 of the 4 standing memories here do not fit" in low.stderr
+    fits = mnemo("remember", "--standing", "Short.", "--json", cwd=alpha)
+    assert fits.exit_code == 0 and "do not fit" not in fits.stderr
