@@ -15,6 +15,7 @@ import fcntl
 import os
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,7 +64,7 @@ def write_cache_file(path: Path, data: bytes) -> None:
     """Replace `path` with `data`, 0600, without an fsync: for a cache, whose
     reader checks what it reads (a crash may leave the old file, or none)."""
     path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
         try:

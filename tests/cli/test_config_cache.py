@@ -123,3 +123,18 @@ def test_a_parse_json_cannot_give_back_is_not_kept(cfg: Path) -> None:
     assert not cache_file().exists()
     config._keep_parse(cache_file(), "0" * 16, {"prefetch": {"top_k": 3}})
     assert cache_file().exists()
+
+
+def test_a_cache_file_is_replaced_whole_and_private(tmp_path: Path) -> None:
+    from dsh_mnemo.fsutil import write_cache_file
+
+    target = tmp_path / "cache" / "x.json"
+    write_cache_file(target, b"one")
+    write_cache_file(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE(target.parent.stat().st_mode) == 0o700
+    assert sorted(p.name for p in target.parent.iterdir()) == ["x.json"]  # no temp left
+    (tmp_path / "blocked").write_text("a file where the folder should be")
+    with pytest.raises(OSError):
+        write_cache_file(tmp_path / "blocked" / "x.json", b"three")
