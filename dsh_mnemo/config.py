@@ -301,8 +301,9 @@ _SECRET_NAMES = ("key", "token", "secret", "passw", "credential")
 
 def may_hold_secret(flat: dict[str, Any]) -> bool:
     """Could a copy of these settings copy a credential?  A non-empty string
-    under a name like `api_key`, or a URL with a user part (`https://u:p@host`).
-    A settings cache is not written then: a secret is never copied to disk."""
+    under a name like `api_key`, a URL with a user part (`https://u:p@host`) or
+    with a query naming a key, token, signature or auth (`?api_key=…`).  A
+    settings cache is not written then: a secret is never copied to disk."""
     for name, value in flat.items():
         if not isinstance(value, str) or not value:
             continue
@@ -310,8 +311,10 @@ def may_hold_secret(flat: dict[str, Any]) -> bool:
             continue  # the name of a variable (`embeddings.api_key_env`), not its value
         if any(word in str(name).lower() for word in _SECRET_NAMES):
             return True
-        if "://" in value and "@" in value:
-            return True
+        if "://" in value:
+            query = value.partition("?")[2].lower()
+            if "@" in value or any(word in query for word in (*_SECRET_NAMES, "sig", "auth")):
+                return True
     return False
 
 

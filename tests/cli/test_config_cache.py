@@ -110,6 +110,9 @@ def test_what_counts_as_a_credential() -> None:
     assert may_hold_secret({"llm_api_key": "sk-live"})
     assert may_hold_secret({"auth.token": "abc"})
     assert may_hold_secret({"url": "https://u:p@host/"})
+    assert may_hold_secret({"embedding_api_url": "https://host/v1?api_key=abc"})
+    assert may_hold_secret({"url": "https://host/v1?x=1&sig=abc"})
+    assert not may_hold_secret({"url": "https://host/v1?model=small"})
     assert not may_hold_secret({"llm_api_key": "", "url": "https://host/v1"})
     assert not may_hold_secret({"embeddings.api_key_env": "OPENAI_API_KEY"})  # a name
     assert not may_hold_secret({"top_k": 5, "enabled": True})
