@@ -69,8 +69,9 @@ SCHEMA: tuple[Key, ...] = (
         "Give the model the workspace's and the global standing memories once per session "
         "(at session start, else with the session's first prompt)."),
     Key("standing.budget_chars", int, 600,
-        "Character budget of the standing block; whole memories are dropped to fit (the "
-        "most relevant to the first prompt and the most important are kept).",
+        "Character budget of the standing block, its fence and preface included; whole "
+        "memories are dropped to fit (the most relevant to the first prompt and the most "
+        "important are kept; `mnemo standing list` shows which fit).",
         minimum=100, maximum=20000),
     Key("capture.consolidate_every", int, 10,
         "Check (and run) consolidation every N captured turns per namespace "
