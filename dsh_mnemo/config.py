@@ -289,8 +289,10 @@ def _parse_cached(text: str, path: Path) -> Any:
         pass
     import yaml
 
+    # libyaml's build of the safe loader when PyYAML has it (the same schema)
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     _keep_parse(cache, key, raw)

@@ -40,7 +40,6 @@ from typing import IO, Any
 from ..harnesses.registry import EVENTS, NAMES, neutral_output
 from ..server.client import process_age, read_fd, run_dir
 from . import log, speed
-from .speed import fast_yaml
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_DEADLINE = 2.0
@@ -271,9 +270,7 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
         from ..fsutil import secure_process
 
         secure_process(base)  # every file this hook creates is private (never raises)
-        if paths.config_path().exists():
-            fast_yaml()
-        settings = load_settings()
+        settings = load_settings()  # YAML parsed only when its kept parse is stale
         apply_environment(settings, base)
         deadline = float(settings["hooks.deadline_seconds"])
     except BaseException as exc:  # noqa: BLE001 - a bad config must not break the prompt

@@ -268,12 +268,13 @@ def _declined(root: str, days: int) -> bool:
 
 
 def _storage() -> Any:
-    """The storage module, imported with YAML parsing sped up (Mnemosyne reads YAML)."""
+    """The storage module; should Mnemosyne parse its YAML itself (no kept parse,
+    `memory.upstream_config`), it does so with libyaml."""
+    from ..memory import store as storage
+    from ..memory import upstream_config
     from .speed import fast_yaml
 
-    fast_yaml()
-    from ..memory import store as storage
-
+    upstream_config.before_parse = fast_yaml
     return storage
 
 

@@ -11,10 +11,13 @@ ENABLED = False
 def fast_yaml() -> None:
     """Parse YAML with libyaml in this process when PyYAML was built with it.
 
-    Every `Mnemosyne()` reads its seeded config.yaml twice with the pure-Python
-    `yaml.safe_load` (about 130 ms, a third of a prompt hook).  `CSafeLoader`
-    implements the same safe schema in C; the hook process is short-lived and
-    only reads YAML, so routing `safe_load` through it is contained.
+    A process's first `Mnemosyne()` reads its seeded config.yaml twice with
+    the pure-Python `yaml.safe_load` (about 130 ms, a third of a prompt hook).
+    `CSafeLoader` implements the same safe schema in C; the hook process is
+    short-lived and only reads YAML, so routing `safe_load` through it is
+    contained.  Called only when upstream is about to parse that file itself
+    (`memory.upstream_config.before_parse`): usually the parse kept from an
+    earlier process is used, and PyYAML is not even imported.
     """
     if not ENABLED:
         return

@@ -291,7 +291,11 @@ def _prime_settings() -> bool | None:
         return None
     from . import upstream_config
 
-    return upstream_config.prime(config)
+    if upstream_config.prime(config):
+        return True
+    if upstream_config.before_parse is not None:
+        upstream_config.before_parse()
+    return False
 
 
 def _keep_settings() -> None:

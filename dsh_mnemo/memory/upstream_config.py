@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,10 @@ _VERSION = 1
 # What `MnemosyneConfig.__init__` of the upstream versions mnemo supports sets.
 ATTRIBUTES = ("_config_path", "_yaml_cache", "_yaml_lock", "_yaml_mtime")
 
-_state = threading.local()
+# Called just before upstream parses its file itself (no kept parse to build
+# from): a hook process sets it to switch PyYAML to libyaml (`hook.speed`),
+# which it then no longer has to import when the kept parse is used.
+before_parse: Callable[[], None] | None = None
 
 
 def _cache_path(base: Path | None) -> Path:

@@ -19,7 +19,9 @@ from tests.conftest import REPO_ROOT
 # object holds and whether PyYAML was imported.
 CHILD = textwrap.dedent("""
     import json, sys
-    from dsh_mnemo.memory import driver
+    from dsh_mnemo.memory import driver, upstream_config
+    parses = []
+    upstream_config.before_parse = lambda: parses.append(1)
     from dsh_mnemo.memory.targets import Target
     t = Target(bank="ws-" + "0" * 47 + "1", namespace="ns-1", level="workspace")
     if sys.argv[1] == "write":
@@ -31,7 +33,8 @@ CHILD = textwrap.dedent("""
     print(json.dumps({"yaml": "yaml" in sys.modules, "hits": len(hits),
                       "attrs": sorted(vars(inst)), "path": str(inst._config_path),
                       "mtime": inst._yaml_mtime, "flat": inst._yaml_cache,
-                      "sleep": config.get_config().get_bool("auto_sleep_enabled", None)}))
+                      "sleep": config.get_config().get_bool("auto_sleep_enabled", None),
+                      "before_parse": len(parses)}))
 """)
 
 
@@ -67,6 +70,8 @@ def test_the_next_process_gets_upstreams_own_settings_without_yaml(isolated_env:
     for key in ("attrs", "path", "mtime", "flat", "sleep"):
         assert primed[key] == parsed[key], key
     assert tuple(primed["attrs"]) == upstream_config.ATTRIBUTES
+    # the hook's libyaml switch runs only before a parse upstream does itself
+    assert (first["before_parse"], parsed["before_parse"], primed["before_parse"]) == (1, 1, 0)
 
 
 def test_an_edited_upstream_file_is_parsed_by_upstream(isolated_env: Path) -> None:
