@@ -294,7 +294,8 @@ def _prime_settings() -> bool | None:
     if upstream_config.prime(config):
         return True
     if upstream_config.before_parse is not None:
-        upstream_config.before_parse()
+        with contextlib.suppress(Exception):  # a speed-up: never a reason to fail an open
+            upstream_config.before_parse()
     return False
 
 
@@ -342,8 +343,8 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
         # Forced full DDL: exactly upstream's open, nothing checked or recorded.
         usable = up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
         fast = usable and _fingerprint_matches(conn, up, vec_loaded)
-        _ddl.skip, _ddl.failed = fast, False
         primed = _prime_settings()
+        _ddl.skip, _ddl.failed = fast, False
         try:
             memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
         finally:

@@ -22,6 +22,8 @@ CHILD = textwrap.dedent("""
     from dsh_mnemo.memory import driver, upstream_config
     parses = []
     upstream_config.before_parse = lambda: parses.append(1)
+    if sys.argv[1] == "failing-switch":
+        upstream_config.before_parse = lambda: parses.append(1) or 1 / 0
     from dsh_mnemo.memory.targets import Target
     t = Target(bank="ws-" + "0" * 47 + "1", namespace="ns-1", level="workspace")
     if sys.argv[1] == "write":
@@ -139,3 +141,10 @@ def test_keep_refuses_a_settings_object_of_another_shape(isolated_env: Path) -> 
     assert upstream_config.keep(Config) is False
     del inst._env_overrides
     assert upstream_config.keep(Config) is True
+
+
+def test_a_failing_yaml_switch_does_not_fail_the_open(isolated_env: Path) -> None:
+    child("write")
+    cache().unlink()
+    got = child("failing-switch")  # upstream parses; the switch before it raises
+    assert got["before_parse"] == 1 and got["hits"] == 1 and got["sleep"] is True
