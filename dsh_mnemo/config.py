@@ -274,19 +274,13 @@ def _cache_path() -> Path:
 
 
 def _parse_cached(text: str, path: Path) -> Any:
-    import json
-
-    from .fsutil import fnv64
+    from .fsutil import fnv64, read_json_cache
 
     key = f"{fnv64(text.encode('utf-8', 'surrogatepass')):016x}"
     cache = _cache_path()
-    try:
-        with open(cache, "rb") as handle:
-            kept = json.loads(handle.read(1 << 20))
-        if kept.get("version") == _CACHE_VERSION and kept.get("key") == key:
-            return kept["raw"]
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        pass
+    kept = read_json_cache(cache, {"version": _CACHE_VERSION, "key": key}, limit=1 << 20)
+    if kept is not None and "raw" in kept:
+        return kept["raw"]
     import yaml
 
     # libyaml's build of the safe loader when PyYAML has it (the same schema)
@@ -322,18 +316,17 @@ def may_hold_secret(flat: dict[str, Any]) -> bool:
 
 
 def _keep_parse(cache: Path, key: str, raw: Any) -> None:
-    import json
+    from .fsutil import keep_json_cache
 
-    from .fsutil import write_cache_file
-
+    if not cache.parent.parent.is_dir():
+        return  # no data dir yet: not created for a cache
     try:
-        data = json.dumps({"version": _CACHE_VERSION, "key": key, "raw": raw})
-        if (json.loads(data)["raw"] != raw or not cache.parent.parent.is_dir()
-                or may_hold_secret(dict(_flatten(raw)) if isinstance(raw, dict) else {})):
-            return  # JSON would not give it back as parsed; no data dir yet; a credential
-        write_cache_file(cache, data.encode("utf-8"))
-    except (OSError, ValueError, TypeError, RecursionError):
-        pass  # a cache: the next process parses the file again
+        if may_hold_secret(dict(_flatten(raw)) if isinstance(raw, dict) else {}):
+            return
+    except (TypeError, ValueError, RecursionError):
+        return  # a tree `_flatten` cannot walk: parsed again next time
+    # JSON must give it back as parsed: a YAML date or a number as a key is not kept
+    keep_json_cache(cache, {"version": _CACHE_VERSION, "key": key, "raw": raw})
 
 
 def _read_raw(path: Path) -> dict[str, Any]:

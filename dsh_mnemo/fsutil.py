@@ -17,8 +17,9 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from . import paths
 from .errors import BusyError
@@ -60,22 +61,59 @@ def fnv64(data: bytes) -> int:
     return value
 
 
-def write_cache_file(path: Path, data: bytes) -> None:
+def write_cache_file(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:
     """Replace `path` with `data`, 0600, without an fsync: for a cache, whose
-    reader checks what it reads (a crash may leave the old file, or none)."""
+    reader checks what it reads (a crash may leave the old file, or none).
+
+    `data` is the bytes, or a function that writes them to the open file (a
+    large matrix, written without a copy of it).  The file is written whole
+    under a temporary name (`.NAME.PID.THREAD.tmp`), then renamed."""
     path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "wb") as handle:
+            if callable(data):
+                data(handle)
+            else:
+                handle.write(data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def read_json_cache(path: Path, identity: dict[str, Any], *,
+                    limit: int = 1 << 22) -> dict[str, Any] | None:
+    """The JSON object a `keep_json_cache` left in `path`, if each of `identity`'s
+    fields (a format version, the key of what it was derived from) is the same;
+    else None: no file, a damaged one, or one of something else."""
+    import json
+
+    try:
+        with open(path, "rb") as handle:
+            kept = json.loads(handle.read(limit))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or any(kept.get(k) != v for k, v in identity.items()):
+        return None
+    return kept
+
+
+def keep_json_cache(path: Path, document: dict[str, Any]) -> bool:
+    """Write `document` to `path` as a cache (`write_cache_file`) if JSON gives it
+    back exactly (not a date, a set or a number as a key); whether it was written."""
+    import json
+
+    try:
+        text = json.dumps(document)
+        if json.loads(text) != document:
+            return False
+        write_cache_file(path, text.encode("utf-8"))
+    except (OSError, ValueError, TypeError, RecursionError):
+        return False  # a cache: the next process derives it again
+    return True
 
 
 def backup_copy(path: Path, folder: Path, label: str) -> Path:

@@ -25,7 +25,6 @@ environment) is never copied: it is parsed in every process.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -35,7 +34,7 @@ from typing import Any
 
 from .. import paths
 from ..config import may_hold_secret
-from ..fsutil import fnv64, write_cache_file
+from ..fsutil import fnv64, keep_json_cache, read_json_cache
 
 CACHE_NAME = "upstream-config.json"
 _VERSION = 1
@@ -70,13 +69,12 @@ def prime(config: Any, base: Path | None = None) -> bool:
         with open(path, "rb") as handle:
             stat = os.fstat(handle.fileno())
             data = handle.read()
-        with open(_cache_path(base), "rb") as handle:
-            kept = json.loads(handle.read(1 << 22))
-        if (kept.get("version") != _VERSION or kept.get("key") != _key(data)
-                or kept.get("path") != str(path) or not isinstance(kept.get("flat"), dict)):
-            return False
-    except (OSError, ValueError, AttributeError, TypeError):
-        return False  # no file yet (upstream seeds it), no cache, or a damaged one
+    except (OSError, TypeError):
+        return False  # no file yet: upstream seeds it
+    kept = read_json_cache(_cache_path(base),
+                           {"version": _VERSION, "key": _key(data), "path": str(path)})
+    if kept is None or not isinstance(kept.get("flat"), dict):
+        return False  # no cache, a damaged one, or one of another file
     instance = cls.__new__(cls)
     instance._config_path = path
     instance._yaml_cache = kept["flat"]
@@ -101,14 +99,11 @@ def keep(config: Any, base: Path | None = None) -> bool:
             data = handle.read()
         if stat.st_mtime != instance._yaml_mtime:
             return False  # changed since upstream read it
-        flat = instance._yaml_cache
-        if not isinstance(flat, dict) or may_hold_secret(flat):
-            return False  # upstream seeds API keys from the environment: never copied
-        text = json.dumps({"version": _VERSION, "key": _key(data), "path": str(path),
-                           "flat": flat})
-        if json.loads(text)["flat"] != flat:
-            return False  # JSON would not give it back as parsed (a date, a set)
-        write_cache_file(_cache_path(base), text.encode("utf-8"))
-    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+    except (OSError, TypeError, AttributeError):
         return False  # a cache: the next process parses the file itself
-    return True
+    flat = instance._yaml_cache
+    if not isinstance(flat, dict) or may_hold_secret(flat):
+        return False  # upstream seeds API keys from the environment: never copied
+    # JSON must give it back as parsed (not a date, a set)
+    return keep_json_cache(_cache_path(base), {"version": _VERSION, "key": _key(data),
+                                               "path": str(path), "flat": flat})

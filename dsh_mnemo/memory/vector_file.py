@@ -33,17 +33,15 @@ Layout (all integers little-endian):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import struct
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..fsutil import fnv64
+from ..fsutil import fnv64, write_cache_file
 
 MAGIC = b"mnemo-vectors/1\n"
 SUFFIX = ".vectors"
@@ -120,21 +118,15 @@ def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
         if needed == offset:
             break
         offset = header["offset"] = needed
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+    def contents(fh: Any) -> None:
+        fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob)
+        fh.write(b"\0" * (offset - start))
+        fh.write(np.ascontiguousarray(matrix, dtype="<f4").data)  # no copy of it
+        fh.truncate(offset + capacity * dim * 4)  # the room: a hole
+
     try:
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob)
-                fh.write(b"\0" * (offset - start))
-                fh.write(np.ascontiguousarray(matrix, dtype="<f4").data)  # no copy of it
-                fh.truncate(offset + capacity * dim * 4)  # the room: a hole
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        os.replace(tmp, target)
+        write_cache_file(target, contents)
     except OSError:
         return None
     prune(base, keep=target)
