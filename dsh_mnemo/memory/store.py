@@ -338,6 +338,33 @@ class _VectorLeg:
         return self._call.result()
 
 
+def _joint_profile(profiles: list[Any]) -> dict[str, float]:
+    """best, mean, std and count of the prompt's scores over the banks' memories
+    (`semantic.Profile` each; a memory both banks scored counts once)."""
+    from ..embed import flat
+
+    arrays = [p.scores for p in profiles if p.scores is not None and len(p.scores)]
+    kept = [at for i, at in profiles[-1].index.items() if i not in profiles[0].index] \
+        if len(arrays) > 1 else []
+    if any(flat.is_flat(a) for a in arrays):
+        values = list(arrays[0]) + [float(arrays[-1][at]) for at in sorted(kept)] \
+            if len(arrays) > 1 else list(arrays[0])
+        if not values:
+            return {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
+        best, mean, std = flat.stats(values)
+        return {"best": best, "mean": mean, "std": std, "count": len(values)}
+    import numpy as np
+
+    if len(arrays) > 1:
+        arrays[-1] = arrays[-1][np.asarray(sorted(kept), dtype=np.intp)] if kept else \
+            arrays[-1][:0]
+    scores = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
+    if not len(scores):
+        return {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
+    return {"best": float(scores.max()), "mean": float(scores.mean()),
+            "std": float(scores.std()), "count": int(len(scores))}
+
+
 def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
     """Apply the recall bookkeeping a `recall(tracking=...)` deferred."""
     return driver.record_recalls(tracking, base) if tracking else 0
@@ -395,20 +422,9 @@ def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str
         vectors.update(semantic.vectors_of(db_path, missing, model_id))
     for memory_id, (_, memory) in lexical.items():
         found.setdefault(memory_id, memory)
-    import numpy as np
-
     # The prompt's profile over both banks' memories (a global row found in the
     # workspace bank's scope-global rows counts once).
-    arrays = [p.scores for p in profiles if p.scores is not None and len(p.scores)]
-    if len(arrays) > 1:
-        extra, seen_ids = profiles[-1], profiles[0].index
-        keep = [at for i, at in extra.index.items() if i not in seen_ids]
-        arrays[-1] = extra.scores[np.asarray(sorted(keep), dtype=np.intp)] if keep else \
-            extra.scores[:0]
-    scores = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
-    profile = ({"best": float(scores.max()), "mean": float(scores.mean()),
-                "std": float(scores.std()), "count": int(len(scores))} if len(scores) else
-               {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0})
+    profile = _joint_profile(profiles)
 
     def cosine_of(memory_id: str) -> float | None:
         for bank_profile in profiles:

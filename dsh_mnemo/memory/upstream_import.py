@@ -8,6 +8,7 @@ comes first runs `mnemosyne/__init__.py`.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import importlib
 import sys
@@ -53,6 +54,56 @@ class _Deferred(types.ModuleType):
         return real
 
 
+class _NdarrayAnnotationType(type):
+    """`isinstance` and `issubclass` against the stand-in below ask numpy's own class."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        import numpy
+
+        return isinstance(instance, numpy.ndarray)
+
+    def __subclasscheck__(cls, subclass: Any) -> bool:
+        import numpy
+
+        return issubclass(subclass, numpy.ndarray)
+
+
+class _NdarrayAnnotation(metaclass=_NdarrayAnnotationType):
+    """What `np.ndarray` is in an annotation upstream evaluates while it is imported
+    with numpy deferred (its `binary_vectors` annotates methods with it)."""
+
+
+class _DeferredNumpy(_Deferred):
+    """Upstream's `np` until it uses it: imported as numpy itself when it does.
+
+    Never in `sys.modules` (another thread's `import numpy.typing` would find
+    a module that is not a package there): upstream's own `import numpy`
+    statements get it from `_import_for_upstream`.  While upstream is being
+    imported, `np.ndarray` is `_NdarrayAnnotation` (annotations read it at
+    definition time); any other attribute, and every attribute afterwards, is
+    numpy's own.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "ndarray" and self.__dict__.get("_mnemo_importing") and \
+                self.__dict__.get("_mnemo_module") is None:
+            return _NdarrayAnnotation
+        return getattr(self._mnemo_real_module(), name)
+
+    def _mnemo_real_module(self) -> types.ModuleType:
+        real = self.__dict__.get("_mnemo_module")
+        if real is None:
+            real = self.__dict__["_mnemo_module"] = importlib.import_module("numpy")
+        return real
+
+
+def _numpy_importable() -> bool:
+    from importlib.machinery import PathFinder
+
+    return sys.modules.get("numpy", False) is not None and \
+        PathFinder.find_spec("numpy", sys.path) is not None
+
+
 class _SkipOnThread:
     """A meta-path finder: on one thread, `import NAME` of a skipped package fails.
 
@@ -85,6 +136,11 @@ def quiet_upstream_import() -> Iterator[None]:
       that.  When the SDK is already imported nothing changes.
     - `ssl`, `urllib.error` and `urllib.request` get `_Deferred` stand-ins
       for the duration of the import (when not imported yet).
+    - numpy, when not imported yet, is deferred too (`_DeferredNumpy`):
+      upstream imports it at its top for vector code mnemo never runs (it
+      embeds and searches on its own), and a new process pays 55-75 ms for
+      it.  Upstream modules bind the stand-in as their `np`; the first
+      attribute they read of it imports numpy for real.
     """
     skip = _SkipOnThread(frozenset(n for n in _SKIPPED_IMPORTS if n not in sys.modules))
     if skip.names:
@@ -105,9 +161,28 @@ def quiet_upstream_import() -> Iterator[None]:
             # not set the package attribute that `urllib.request.Request` reads.
             setattr(urllib, name.partition(".")[2], stand_in)
         stand_ins.append(stand_in)
+    deferred_numpy = _DeferredNumpy("numpy") if "numpy" not in sys.modules and \
+        _numpy_importable() else None
+    real_import = builtins.__import__
+    if deferred_numpy is not None:
+        deferred_numpy.__dict__["_mnemo_importing"] = True
+
+        def _import_for_upstream(name: str, globals: Any = None, locals: Any = None,
+                                 fromlist: Any = (), level: int = 0) -> Any:
+            if name == "numpy" and not fromlist and not level and "numpy" not in sys.modules:
+                importer = (globals or {}).get("__name__") or ""
+                if importer == "mnemosyne" or importer.startswith("mnemosyne."):
+                    return deferred_numpy
+            return real_import(name, globals, locals, fromlist, level)
+
+        builtins.__import__ = _import_for_upstream
     try:
         yield
     finally:
+        if deferred_numpy is not None:
+            if builtins.__import__ is _import_for_upstream:
+                builtins.__import__ = real_import
+            deferred_numpy.__dict__["_mnemo_importing"] = False
         if skip.names:
             sys.meta_path = [finder for finder in sys.meta_path if finder is not skip]
         for stand_in in stand_ins:

