@@ -38,7 +38,7 @@ STAGES = [
     ("dsh_mnemo.hook.handlers", "build_context"),
     ("dsh_mnemo.workspace.context", "resolve_memory_context"),
     ("dsh_mnemo.hook.handlers", "recall_block"),
-    ("dsh_mnemo.embed.packaged", "PackagedE5.embed_queries"),
+    ("dsh_mnemo.embed.packaged", "PackagedE5.embed_query"),
     ("dsh_mnemo.memory.store", "_lexical"),
     ("dsh_mnemo.memory.driver", "recall"),
     ("dsh_mnemo.memory.store", "_owned_ids"),
@@ -95,6 +95,8 @@ def main() -> None:
 
     settings = load_settings()
     apply_environment(settings)
+    import numpy  # noqa: F401  the resident server imports it at start (and searches with it)
+
     _storage()
     semantic.load(settings)
     for module_name, dotted in STAGES:
