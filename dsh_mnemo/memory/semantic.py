@@ -328,8 +328,6 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
     counts = _counts(conn)
     if cached is not None and _inode(cached.files) != _inode(files):
         cached = None  # another file under the bank's name (a restore, a migration)
-    if cached is not None and cached.flat and not flat.wanted(counts[0]):
-        cached = None  # grown past what is searched without numpy: read as numpy
     if cached is not None and counts[2] >= cached.counts[2]:
         # No memory went (a forget, or a consolidation that removes rows, lowers the
         # count of memories: then everything is read again).
@@ -343,7 +341,8 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
             # whose vector is replaced under a new rowid): bring those rows in.
             ids, blobs, dim = _load(conn, namespace, model_id, clause,
                                     after=cached.counts[1])
-            if not ids or dim == cached.dim:
+            grown_past_flat = cached.flat and not flat.wanted(len(cached.ids) + len(ids))
+            if (not ids or dim == cached.dim) and not grown_past_flat:
                 with _matrices_lock:
                     updated = _with_rows(cached, ids, blobs, files, counts)
                     _matrices[key] = updated
@@ -545,9 +544,9 @@ def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, An
     """The stored vectors of `ids` (those that have one of `model_id`): numpy rows,
     or `flat` ones in a process that has not imported numpy."""
     if flat.numpy_loaded():
-        from ..embed.vectors import from_bytes
+        from ..embed.vectors import from_bytes as decode
     else:
-        def from_bytes(blob: bytes, dim: int) -> Any:
+        def decode(blob: bytes, dim: int) -> Any:
             return flat.from_blobs([blob], dim)
 
     wanted = list(dict.fromkeys(ids))
@@ -557,7 +556,7 @@ def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, An
         if conn is None or not _has_table(conn):
             return {}
         marks = ",".join("?" * len(wanted))
-        return {str(i): from_bytes(blob, int(d)) for i, blob, d in rows(
+        return {str(i): decode(blob, int(d)) for i, blob, d in rows(
             conn, f"SELECT memory_id, vector, dim FROM {TABLE} WHERE model_id = ? "
                   f"AND memory_id IN ({marks})", (model_id, *wanted))}
 

@@ -344,23 +344,19 @@ def _joint_profile(profiles: list[Any]) -> dict[str, float]:
     from ..embed import flat
 
     arrays = [p.scores for p in profiles if p.scores is not None and len(p.scores)]
-    kept = [at for i, at in profiles[-1].index.items() if i not in profiles[0].index] \
+    if not arrays:
+        return {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
+    kept = sorted(at for i, at in profiles[-1].index.items() if i not in profiles[0].index) \
         if len(arrays) > 1 else []
     if any(flat.is_flat(a) for a in arrays):
-        values = list(arrays[0]) + [float(arrays[-1][at]) for at in sorted(kept)] \
-            if len(arrays) > 1 else list(arrays[0])
-        if not values:
-            return {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
+        values = list(arrays[0]) + [float(arrays[-1][at]) for at in kept]
         best, mean, std = flat.stats(values)
         return {"best": best, "mean": mean, "std": std, "count": len(values)}
     import numpy as np
 
     if len(arrays) > 1:
-        arrays[-1] = arrays[-1][np.asarray(sorted(kept), dtype=np.intp)] if kept else \
-            arrays[-1][:0]
-    scores = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.float32)
-    if not len(scores):
-        return {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
+        arrays[-1] = arrays[-1][np.asarray(kept, dtype=np.intp)]
+    scores = np.concatenate(arrays)
     return {"best": float(scores.max()), "mean": float(scores.mean()),
             "std": float(scores.std()), "count": int(len(scores))}
 

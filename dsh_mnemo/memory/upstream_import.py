@@ -106,6 +106,55 @@ def _numpy_importable() -> bool:
         PathFinder.find_spec("numpy", sys.path) is not None
 
 
+class _NumpyForUpstream:
+    """Hands upstream's `import numpy` the one `_DeferredNumpy` of this process
+    while any thread imports upstream (`enter`/`leave` nest and overlap)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._stand_in: _DeferredNumpy | None = None
+        self._saved: Any = None
+
+    def _import(self, name: str, globals: Any = None, locals: Any = None,
+                fromlist: Any = (), level: int = 0) -> Any:
+        stand_in = self._stand_in
+        if (name == "numpy" and not fromlist and not level and stand_in is not None
+                and "numpy" not in sys.modules):
+            importer = (globals or {}).get("__name__") or ""
+            if importer == "mnemosyne" or importer.startswith("mnemosyne."):
+                return stand_in
+        return self._saved(name, globals, locals, fromlist, level)
+
+    def enter(self) -> bool:
+        """Start deferring (False, and nothing changed: numpy is imported already,
+        or cannot be imported)."""
+        with self._lock:
+            if self._users == 0:
+                if "numpy" in sys.modules or not _numpy_importable():
+                    return False
+                if self._stand_in is None:
+                    self._stand_in = _DeferredNumpy("numpy")
+                self._saved = builtins.__import__
+                builtins.__import__ = self._import
+            self._users += 1
+            self._stand_in.__dict__["_mnemo_importing"] = True  # type: ignore[union-attr]
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users:
+                return
+            self._stand_in.__dict__["_mnemo_importing"] = False  # type: ignore[union-attr]
+            if builtins.__import__ == self._import:
+                builtins.__import__ = self._saved
+            # else someone wrapped it after us: ours stays beneath theirs, passing through
+
+
+_numpy = _NumpyForUpstream()
+
+
 class _SkipOnThread:
     """A meta-path finder: on one thread, `import NAME` of a skipped package fails.
 
@@ -163,28 +212,12 @@ def quiet_upstream_import() -> Iterator[None]:
             # not set the package attribute that `urllib.request.Request` reads.
             setattr(urllib, name.partition(".")[2], stand_in)
         stand_ins.append(stand_in)
-    deferred_numpy = _DeferredNumpy("numpy") if "numpy" not in sys.modules and \
-        _numpy_importable() else None
-    real_import = builtins.__import__
-    if deferred_numpy is not None:
-        deferred_numpy.__dict__["_mnemo_importing"] = True
-
-        def _import_for_upstream(name: str, globals: Any = None, locals: Any = None,
-                                 fromlist: Any = (), level: int = 0) -> Any:
-            if name == "numpy" and not fromlist and not level and "numpy" not in sys.modules:
-                importer = (globals or {}).get("__name__") or ""
-                if importer == "mnemosyne" or importer.startswith("mnemosyne."):
-                    return deferred_numpy
-            return real_import(name, globals, locals, fromlist, level)
-
-        builtins.__import__ = _import_for_upstream
+    deferring = _numpy.enter()
     try:
         yield
     finally:
-        if deferred_numpy is not None:
-            if builtins.__import__ is _import_for_upstream:
-                builtins.__import__ = real_import
-            deferred_numpy.__dict__["_mnemo_importing"] = False
+        if deferring:
+            _numpy.leave()
         if skip.names:
             sys.meta_path = [finder for finder in sys.meta_path if finder is not skip]
         for stand_in in stand_ins:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from array import array
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,3 +83,28 @@ def test_a_query_of_another_dimension_is_an_error_as_with_numpy() -> None:
         flat.scores(matrix, 4, array("f", [1.0, 0.0, 0.0]), 1)
     with pytest.raises(ValueError):
         np.ones((1, 4), dtype=np.float32) @ np.ones(3, dtype=np.float32)
+
+
+def test_the_joint_profile_of_two_banks_is_the_same_flat_or_numpy() -> None:
+    """A memory both banks scored (a global row the workspace bank also holds)
+    counts once; an empty profile needs no numpy."""
+    from dsh_mnemo.memory import semantic, store
+
+    own = {"a": 0, "b": 1, "g1": 2}
+    other = {"g1": 0, "g2": 1, "g3": 2}
+    own_scores, other_scores = [0.9, 0.2, 0.5], [0.5, 0.7, 0.1]
+
+    def profiles(make: Any) -> list[Any]:
+        return [semantic.Profile(count=3, scores=make(own_scores), index=own),
+                semantic.Profile(count=3, scores=make(other_scores), index=other)]
+
+    as_numpy = store._joint_profile(profiles(lambda v: np.asarray(v, dtype=np.float32)))
+    as_flat = store._joint_profile(profiles(lambda v: array("f", v)))
+    expected = np.asarray([0.9, 0.2, 0.5, 0.7, 0.1], dtype=np.float32)
+    assert as_numpy["count"] == as_flat["count"] == 5
+    for key, value in (("best", expected.max()), ("mean", expected.mean()),
+                       ("std", expected.std())):
+        assert as_numpy[key] == pytest.approx(float(value), abs=1e-6)
+        assert as_flat[key] == pytest.approx(float(value), abs=1e-6)
+    empty = store._joint_profile([semantic.Profile(), semantic.Profile()])
+    assert empty == {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}

