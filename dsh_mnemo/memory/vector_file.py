@@ -37,6 +37,7 @@ import json
 import os
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,11 @@ def path_for(key: tuple[str, str, str, bool], base: Path | None = None) -> Path:
 
 
 def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
-         flat_rows: int = 0) -> dict[str, Any] | None:
+         flat_if: Callable[[int], bool] | None = None) -> dict[str, Any] | None:
     """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None.
 
-    A file of at most `flat_rows` vectors is read instead, into one flat
-    `array('f')` of its rows (`embed.flat`: no numpy)."""
+    A file of N vectors where `flat_if(N)` (`embed.flat.wanted`) is read
+    instead, into one flat `array('f')` of its rows: no numpy."""
     path = path_for(key, base)
     try:
         with open(path, "rb") as fh:
@@ -85,7 +86,7 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
             if (len(ids) != rows or not 0 < rows <= capacity or dim < 1 or offset % _ALIGN
                     or total != offset + capacity * dim * 4):
                 return None
-            if rows <= flat_rows:
+            if flat_if is not None and flat_if(rows):
                 fh.seek(offset)
                 raw = fh.read(rows * dim * 4)
                 if len(raw) != rows * dim * 4:

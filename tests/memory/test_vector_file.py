@@ -138,13 +138,13 @@ def test_a_small_file_read_without_numpy_holds_the_same_vectors(tmp_path: Path) 
     matrix = _matrix(5)
     ids = [f"id-{n}" for n in range(5)]
     assert vector_file.write(_key(db), ids, matrix, FILES, COUNTS) is not None
-    found = vector_file.read(_key(db), flat_rows=5)
+    found = vector_file.read(_key(db), flat_if=lambda rows: rows <= 5)
     assert found is not None and found["ids"] == ids and found["counts"] == COUNTS
     assert isinstance(found["buffer"], array) and len(found["buffer"]) == 5 * 8
     assert np.array_equal(np.frombuffer(found["buffer"], dtype=np.float32).reshape(5, 8),
                           matrix)
-    # one row more than flat_rows: mapped as before
-    mapped = vector_file.read(_key(db), flat_rows=4)
+    # one row more than flat_if takes: mapped as before
+    mapped = vector_file.read(_key(db), flat_if=lambda rows: rows <= 4)
     assert mapped is not None and isinstance(mapped["buffer"], np.memmap)
 
 
