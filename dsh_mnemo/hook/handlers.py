@@ -17,7 +17,6 @@ housekeeping after it can never delay or spoil the injection.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -70,11 +69,14 @@ class HookRun:
     emit: Callable[[str], None]
     notes: list[str] = field(default_factory=list)
     defer: Callable[[Callable[[], None]], None] | None = None
-    # Recall bookkeeping the prompt deferred (`store.recall(tracking=...)`).
+    # Recall bookkeeping the prompt deferred: upstream's (`store.recall(tracking=...)`),
+    # or, for a semantic recall, the memories injected (`store.note_recalled`).
     tracking: list[Any] = field(default_factory=list)
+    recalled: tuple[Any, list[Any]] | None = None
     # The prompt's query vector, started as soon as the prompt is known
     # (`query_vector`): the standing order and the recall share it.
     pending: Any = None
+    _contexts: dict[tuple[str, str | None], MemoryContext] = field(default_factory=dict)
 
     def log(self, message: str, level: str = "error") -> None:
         log.write(message, harness=self.harness, event=self.kind, level=level, base=self.base)
@@ -84,6 +86,15 @@ class HookRun:
             self.defer(work)
         else:
             work()
+
+    def context(self, cwd: str, session_id: str | None) -> MemoryContext:
+        """Where this event's reads go (`resolve_memory_context`), resolved once."""
+        from ..workspace.context import resolve_memory_context
+
+        key = (cwd, session_id)
+        if self._contexts.get(key) is None:
+            self._contexts[key] = resolve_memory_context(cwd, session_id, self.settings)
+        return self._contexts[key]
 
     def query_vector(self, embed: Any, text: str) -> Any:
         """`text`'s vector on its way (`embed.PendingQuery`), started once per call."""
@@ -186,6 +197,8 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
     def after() -> None:
         if run.tracking:
             _storage().record_recalls(run.tracking, run.base)
+        if run.recalled:
+            _storage().note_recalled(*run.recalled, base=run.base)
         if context_text:
             from ..harnesses.injections import record_injection
 
@@ -229,10 +242,10 @@ def early_query_vector(run: HookRun, text: str) -> None:
 def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
                   spool: Spool) -> str | None:
     """The block to inject, the bind hint (at most once a session), or None."""
-    from ..workspace.context import REASON_UNBOUND, resolve_memory_context
+    from ..workspace.context import REASON_UNBOUND
 
     settings = run.settings
-    ctx = resolve_memory_context(cwd, session_id, settings)
+    ctx = run.context(cwd, session_id)
     if not ctx.bound:
         if not (ctx.reason == REASON_UNBOUND and settings["hint.enabled"] and ctx.hint_root):
             return None
@@ -284,10 +297,9 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
     if not run.settings["standing.enabled"] or not spool.mark_standing(force=force):
         return None
     from ..memory import standing
-    from ..workspace.context import resolve_memory_context
     from .inject import Line, render_block
 
-    ctx = resolve_memory_context(cwd, session_id, run.settings)
+    ctx = run.context(cwd, session_id)
     items = standing.list_standing(ctx, run.base)
     if not items:
         return None
@@ -360,10 +372,13 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
     # Standing memories reach the model once a session, in their own block: the
     # prompt-time block carries only recalled ones and never spends a slot on them.
     memories = [m for m in memories if m.source != STANDING]
-    chosen = (gate.select_semantic(memories, top_k, query) if embed is not None
+    semantic = embed is not None and any("cosine" in m.signals for m in memories)
+    chosen = (gate.select_semantic(memories, top_k, query) if semantic
               else gate.select(memories, top_k))
     if not chosen:
         return None
+    if semantic:
+        run.recalled = (ctx, chosen)
     lines = [Line(content=m.content, level=m.level, timestamp=m.timestamp) for m in chosen]
     name = ctx.display_name or ("session" if ctx.mode == "session" else "workspace")
     return render_block(lines, name, int(run.settings["prefetch.budget_chars"]))
@@ -528,9 +543,9 @@ def count_turn(run: HookRun, bank: str, namespace: str) -> None:
     every = int(run.settings["capture.consolidate_every"])
     if every <= 0:
         return
-    from ..fsutil import file_lock
+    from ..fsutil import file_lock, sha256_hex
 
-    digest = hashlib.sha256(f"{bank}\0{namespace}".encode()).hexdigest()[:32]
+    digest = sha256_hex(f"{bank}\0{namespace}".encode())[:32]
     folder = run.base / "hook-state"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"turns-{digest}.json"

@@ -20,13 +20,14 @@ be lost, and never silently.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..fsutil import sha256_hex
 
 SPOOL_VERSION = 1
 # A session whose turns cannot be stored (a database locked for hours) keeps
@@ -43,7 +44,7 @@ RECENT = 16
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:20]
+    return sha256_hex(text.encode("utf-8", "replace"))[:20]
 
 
 def now_ms() -> int:
@@ -144,7 +145,7 @@ class Spool:
     def __init__(self, base: Path, harness: str, session_id: str | None, cwd: str | None):
         # Without a session id, turns pair by directory: the best key left.
         who = session_id if session_id else f"cwd:{cwd or ''}"
-        digest = hashlib.sha256(f"{harness}\0{who}".encode("utf-8", "replace")).hexdigest()
+        digest = sha256_hex(f"{harness}\0{who}".encode("utf-8", "replace"))
         self.dir = base / "spool"
         self.path = self.dir / f"{digest[:40]}.json"
         self.lock_path = self.dir / f"{digest[:40]}.lock"

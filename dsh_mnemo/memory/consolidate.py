@@ -9,14 +9,13 @@ the same namespace at once.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import BusyError, MnemoError
-from ..fsutil import file_lock, release_lock, try_lock
+from ..fsutil import file_lock, release_lock, sha256_hex, try_lock
 from ..report import Progress
 from ..workspace.context import MemoryContext
 from . import banks, driver
@@ -48,7 +47,7 @@ class SleepReport:
 
 
 def lock_path(target: Target, base: Path | None = None) -> Path:
-    digest = hashlib.sha256(f"{target.bank}\0{target.namespace}".encode()).hexdigest()[:32]
+    digest = sha256_hex(f"{target.bank}\0{target.namespace}".encode())[:32]
     return paths.locks_dir(base) / f"sleep-{digest}.lock"
 
 

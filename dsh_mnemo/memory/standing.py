@@ -26,7 +26,6 @@ again).  Nothing is promoted without the user.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,9 +34,10 @@ from typing import Any
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
+from ..fsutil import sha256_hex
 from ..lazy_re import lazy
 from ..workspace.context import MemoryContext
-from . import banks, driver
+from . import banks
 from .targets import GLOBAL_TARGET, Target
 
 SOURCE = "standing"
@@ -89,27 +89,24 @@ def list_standing(ctx: MemoryContext, base: Path | None = None) -> list[Standing
     found: list[Standing] = []
     for target in targets_of(ctx):
         db_path = target.db_path(base)
-        conn = banks.connect_readonly(db_path)
-        if conn is None:
-            continue
-        try:
-            with banks.translate_sqlite_errors(db_path):
-                for memory_id, content, stamp, importance in banks.rows(
-                        conn, "SELECT id, content, timestamp, importance FROM working_memory "
-                              "WHERE session_id = ? AND source = ? "
-                              "ORDER BY importance DESC, timestamp DESC",
-                        (target.namespace, SOURCE)):
-                    found.append(Standing(id=str(memory_id), content=str(content or ""),
-                                          level=target.level, bank=target.bank,
-                                          timestamp=stamp,
-                                          importance=float(importance or 0.0)))
-        finally:
-            conn.close()
+        with banks.reader(db_path) as conn, banks.translate_sqlite_errors(db_path):
+            if conn is None:
+                continue
+            for memory_id, content, stamp, importance in banks.rows(
+                    conn, "SELECT id, content, timestamp, importance FROM working_memory "
+                          "WHERE session_id = ? AND source = ? "
+                          "ORDER BY importance DESC, timestamp DESC",
+                    (target.namespace, SOURCE)):
+                found.append(Standing(id=str(memory_id), content=str(content or ""),
+                                      level=target.level, bank=target.bank,
+                                      timestamp=stamp, importance=float(importance or 0.0)))
     return found
 
 
 def mark_standing(target: Target, memory_id: str, base: Path | None = None) -> None:
     """Pin the row and shield it from upstream's trim and sleep (see the module doc)."""
+    from . import driver
+
     memory = driver.instance(target, base)
     with banks.translate_sqlite_errors(target.db_path(base)):
         memory.conn.execute(
@@ -174,7 +171,7 @@ def looks_standing(text: str) -> bool:
 
 def _digest(namespace: str, text: str) -> str:
     normal = " ".join(text.lower().split())
-    return hashlib.sha256(f"{namespace}\0{normal}".encode()).hexdigest()[:32]
+    return sha256_hex(f"{namespace}\0{normal}".encode())[:32]
 
 
 def _connect(db_path: Path) -> sqlite3.Connection:

@@ -9,8 +9,9 @@ module (docs/upstream.md):
 - every upstream write trims unconsolidated rows older than the TTL, so
   `protect_before_write` consolidates what is due before any write.
 
-Upstream itself is reached only through `driver`; bank reads go through
-`banks`.
+Upstream itself is reached only through `driver`, imported by the calls that
+need it (a semantic prompt's recall does not: `lexical`); bank reads go
+through `banks`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ from typing import Any
 from .. import paths
 from ..errors import RefusedError, UnboundError
 from ..workspace.context import MemoryContext
-from . import banks, driver
-from .consolidate import consolidate
-from .scrub import clean_invisible, scrub
+from . import banks
 from .targets import GLOBAL_TARGET, Target, read_target, write_target
 
 
@@ -97,10 +96,14 @@ def protect_before_write(target: Target, base: Path | None = None) -> int:
     finally:
         conn.close()
     if pinned:
+        from . import driver
+
         driver.protect_pinned(target, base)
     cap = banks.max_items() - 1
     if not due and backlog < cap:
         return 0
+    from .consolidate import consolidate
+
     result = consolidate(target, base=base, force=backlog >= cap, wait=30.0)
     return result.items_consolidated
 
@@ -133,6 +136,9 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
         raise RefusedError("the text contains NUL bytes; nothing was written")
     if not 0.0 <= importance <= 1.0:
         raise RefusedError(f"importance must be between 0 and 1, not {importance}")
+    from . import driver
+    from .scrub import clean_invisible, scrub
+
     # Invisible characters can hide instructions from a reader whatever the
     # secret policy; lone surrogates cannot be stored at all.
     scrubbed = scrub(clean_invisible(text), scrub_policy)
@@ -203,6 +209,8 @@ def _shared_bank_rows(db_path: Path, namespace: str) -> int:
 
 def _recall_one(target: Target, query: str, fetch: int, base: Path | None, *,
                 want: int | None = None, **kwargs: Any) -> list[Memory]:
+    from . import driver
+
     db_path = target.db_path(base)
     if not db_path.exists():
         return []  # never create a bank just to read it
@@ -254,13 +262,15 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
            pending: Any = None) -> list[Memory]:
     """The context's memories plus global ones matching `query`, best first.
 
-    With an embedder the recall is hybrid: upstream's lexical candidates and
-    the nearest vectors of both banks, fused (cosine, plus a bonus for the
-    lexical top few), every id checked against its namespace.  Each result
-    then carries `signals["cosine"]` and the prompt's score profile over the
-    namespace (`best`, `mean`, `std`, `count`) for the prefetch gate.  An
-    embedder that fails mid-call falls back to lexical recall.  With a
-    `tracking` list the recall only reads (`driver.recall`): apply what it
+    With an embedder the recall is hybrid and mnemo's own: the full-text
+    matches of both banks (`lexical`, read from their indexes) and their
+    nearest vectors, fused (cosine, plus a bonus for the full-text top few),
+    every id checked against its namespace; upstream is not involved (nor
+    imported).  Each result then carries `signals["cosine"]` and the prompt's
+    score profile over the namespace (`best`, `mean`, `std`, `count`) for the
+    prefetch gate.  Without an embedder, or when it fails mid-call, the recall
+    is upstream's (its lexical scoring, importance and recency).  With a
+    `tracking` list that recall only reads (`driver.recall`): apply what it
     collects with `record_recalls` once the answer is out.  `pending` is
     the query's vector already on its way (`embed.PendingQuery` of `embed`
     and `query`), when the caller started it earlier.
@@ -269,21 +279,21 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
         raise RefusedError("the query is empty")
     if top_k < 1:
         raise RefusedError("--top-k must be at least 1")
-    # With an embedder, the query's embedding and then the nearest vectors run
-    # in a thread of their own while this one reads the lexical candidates (C
-    # and numpy release the GIL): a prompt waits for the slower of the two.
-    leg = None
     if embed is not None:
+        # The query's embedding and then the nearest vectors run in a thread of
+        # their own while this one reads the full-text matches (C and numpy
+        # release the GIL): a prompt waits for the slower of the two.
         from ..embed import PendingQuery
 
         leg = _VectorLeg(ctx, PendingQuery.reuse(pending, embed, query), embed.model_id,
                          nearest_fetch(top_k), base)
-    lexical = _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
-                       temporal_halflife=temporal_halflife, tracking=tracking)
-    searched = leg.result() if leg is not None else None
-    if searched is None:
-        return lexical
-    return _hybrid(lexical, searched, embed.model_id, top_k=top_k, base=base)
+        matches = _text_matches(ctx, query, top_k=top_k, base=base)
+        searched = leg.result()
+        if searched is not None:
+            return _hybrid(matches, searched, embed.model_id, top_k=top_k, base=base)
+        # the model failed: exactly the recall without one
+    return _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
+                    temporal_halflife=temporal_halflife, tracking=tracking)
 
 
 def nearest_fetch(top_k: int) -> int:
@@ -363,7 +373,61 @@ def _joint_profile(profiles: list[Any]) -> dict[str, float]:
 
 def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
     """Apply the recall bookkeeping a `recall(tracking=...)` deferred."""
-    return driver.record_recalls(tracking, base) if tracking else 0
+    if not tracking:
+        return 0
+    from . import driver
+
+    return driver.record_recalls(tracking, base)
+
+
+# A count is not a memory: a bank busy for longer than this keeps its old count.
+NOTE_BUSY_SECONDS = 1.0
+
+
+def note_recalled(ctx: MemoryContext, memories: list[Memory], *,
+                  base: Path | None = None) -> int:
+    """Count `memories` (a semantic recall's, as the prompt injected them) as recalled.
+
+    Upstream's recall bumps `recall_count` and sets `last_recalled` of every
+    row it returns; a semantic recall does not go through it, so the
+    memories a prompt actually delivered are counted here the same way
+    (same columns, same namespace check), straight in their banks.  Best
+    effort, after the answer: returns the rows updated.
+    """
+    from datetime import datetime
+
+    own = read_target(ctx)
+    targets = {own.bank: own, GLOBAL_TARGET.bank: GLOBAL_TARGET}
+    by_table: dict[tuple[str, str], list[str]] = {}
+    for memory in memories:
+        table = "episodic_memory" if memory.tier == "episodic" else "working_memory"
+        if memory.bank in targets:
+            by_table.setdefault((memory.bank, table), []).append(memory.id)
+    now = datetime.now().isoformat()
+    updated = 0
+    for (bank, table), ids in by_table.items():
+        target = targets[bank]
+        db_path = target.db_path(base)
+        if not db_path.exists():
+            continue
+        try:
+            conn = sqlite3.connect(db_path, timeout=NOTE_BUSY_SECONDS)
+        except sqlite3.Error:
+            continue
+        try:
+            # as driver sets on its own connections: no fsync per count
+            conn.execute("PRAGMA synchronous=NORMAL")
+            with conn:
+                updated += conn.execute(
+                    f"UPDATE {table} SET recall_count = recall_count + 1, last_recalled = ? "
+                    f"WHERE id IN ({','.join('?' * len(ids))}) "
+                    "AND (session_id = ? OR scope = 'global')",
+                    (now, *ids, target.namespace)).rowcount
+        except sqlite3.Error:
+            pass  # busy or not an upstream bank: the count stays as it was
+        finally:
+            conn.close()
+    return updated
 
 
 def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
@@ -387,15 +451,41 @@ def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
     return merged[:top_k]
 
 
+def _text_matches(ctx: MemoryContext, query: str, *, top_k: int,
+                  base: Path | None) -> list[Memory]:
+    """The full-text leg of a semantic recall: the context's bank, then the global
+    one, read straight from their indexes (`lexical`), best first."""
+    from . import lexical
+
+    own = read_target(ctx)
+    targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
+    found: list[tuple[float, Memory]] = []
+    seen: set[str] = set()
+    for target in targets:
+        db_path = target.db_path(base)
+        for match in lexical.search(db_path, target.namespace, query, limit=top_k):
+            if match.id in seen:
+                continue
+            seen.add(match.id)
+            found.append((match.rank, Memory(
+                id=match.id, content=match.content, score=0.0,
+                level="global" if match.scope == "global" else target.level,
+                timestamp=match.timestamp, source=match.source, importance=match.importance,
+                tier=match.tier, bank=target.bank, signals={"fts_rank": match.rank})))
+    found.sort(key=lambda pair: pair[0])
+    return [memory for _, memory in found[:top_k]]
+
+
 def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str, *,
             top_k: int, base: Path | None) -> list[Memory]:
-    """Fuse `lexical_hits` (`_lexical` of the same `top_k`) with each bank's nearest
-    vectors (`_VectorLeg`).
+    """Fuse `lexical_hits` (`_text_matches` of the same `top_k`) with each bank's
+    nearest vectors (`_VectorLeg`).
 
-    The vectors are searched wider than the lexical hits (`nearest_fetch`):
-    they are cheap (one matrix product over the namespace), while upstream's
-    lexical scoring grows with the candidates it is asked for; lexical ranks
-    past `top_k` could only add memories whose similarity the gate rejects.
+    The vectors are searched wider than the full-text matches (`nearest_fetch`):
+    both are cheap, but full-text ranks past `top_k` could only add memories
+    whose similarity the gate rejects.  A match without a vector yet (`mnemo
+    reindex`) keeps a score of 0: similarity cannot vouch for it, so it comes
+    after every memory that has one, in full-text order.
     """
     from . import semantic
 
@@ -438,7 +528,6 @@ def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str
         if cosine is not None:
             memory.score = cosine + (LEXICAL_BONUS if rank is not None and rank < LEXICAL_TOP
                                      else 0.0)
-        # else: no vector yet (`mnemo reindex`): upstream's lexical score stands
         results.append(memory)
     results.sort(key=lambda m: m.score, reverse=True)
     return results[:top_k]
@@ -486,6 +575,8 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
                                        allow_global=allow_global) \
                 and not _legacy_owned(db_path, target.namespace, memory_id):
             continue
+        from . import driver
+
         deleted = driver.delete(target, memory_id, allow_global=allow_global, base=base)
         tiers = ("working_memory", "episodic_memory", "memories")
         return ForgetResult(id=memory_id, bank=target.bank,

@@ -9,15 +9,14 @@ identity is ever derived from a path or a git remote.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import tempfile
-import uuid
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
 from ..errors import DataError, RefusedError
+from ..fsutil import sha256_hex
 
 MARKER_NAME = ".mnemosyne-id"
 MARKER_PREFIX = "mnemosyne-workspace-v1:"
@@ -41,7 +40,7 @@ def identity_key_for(workspace_uuid: str) -> str:
 
 
 def namespace_for(identity_key: str) -> str:
-    digest = hashlib.sha256(identity_key.encode("utf-8")).hexdigest()
+    digest = sha256_hex(identity_key.encode("utf-8"))
     return NAMESPACE_PREFIX + digest
 
 
@@ -61,6 +60,10 @@ def session_namespace(session_id: str) -> str:
     return SESSION_PREFIX + session_id
 
 
+# What `str(uuid.UUID(...))` gives: the only spelling a marker may use.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def parse_marker(text: str, path: Path = Path(MARKER_NAME)) -> str:
     """Return the UUID of a marker's text, or raise `MarkerError` saying why not."""
     found: str | None = None
@@ -73,11 +76,13 @@ def parse_marker(text: str, path: Path = Path(MARKER_NAME)) -> str:
         if not line.startswith(MARKER_PREFIX):
             raise MarkerError(path, f"expected a line starting with {MARKER_PREFIX!r}")
         value = line[len(MARKER_PREFIX):].strip()
-        try:
-            parsed = uuid.UUID(value)
-        except ValueError:
-            raise MarkerError(path, f"{value!r} is not a UUID") from None
-        if str(parsed) != value:
+        if _CANONICAL_UUID.fullmatch(value) is None:
+            import uuid  # only to say what is wrong (it costs a hook 1-2 ms to import)
+
+            try:
+                uuid.UUID(value)
+            except ValueError:
+                raise MarkerError(path, f"{value!r} is not a UUID") from None
             raise MarkerError(path, f"{value!r} is not a lower-case canonical UUID")
         found = value
     if found is None:
@@ -128,6 +133,8 @@ def write_marker(root: Path, workspace_uuid: str) -> Path:
     try:
         # A fresh unique name: a stale temp file left by a killed bind (whose
         # pid may be reused) must not make this bind fail.
+        import tempfile
+
         fd, tmp_name = tempfile.mkstemp(prefix=f".{MARKER_NAME}.", suffix=".tmp", dir=root)
     except OSError as exc:
         raise RefusedError(f"cannot write {target}: {exc.strerror}",
@@ -261,6 +268,8 @@ def find_workspace(start: Path) -> Location:
 
 
 def new_workspace_uuid() -> str:
+    import uuid
+
     return str(uuid.uuid4())
 
 

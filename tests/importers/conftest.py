@@ -56,7 +56,9 @@ def place(source: str, home: Path, directory: Path, *, prompt: str | None = None
                      (SAMPLE_SESSION[source], sid), (SAMPLE_DIR, str(directory))):
         text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
     if days_ago:
-        day = (datetime(2026, 12, 1, tzinfo=timezone.utc) - timedelta(days=days_ago))
+        # Counted from today, not from the sample's own date: the tests compare ages
+        # with now (the trim and sleep cut-offs do too).
+        day = datetime.now(timezone.utc) - timedelta(days=days_ago)
         # Only the ISO dates of records; the sample's epoch numbers are left alone.
         text = text.replace("2026-12-01T", day.strftime("%Y-%m-%dT"))
     if extra_lines:
