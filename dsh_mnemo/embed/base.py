@@ -73,9 +73,9 @@ class PendingQuery:
     meanwhile (the spool, the context, the full-text candidates) runs beside
     it, and a prompt waits for the slower of the two rather than for both.
     Unless the backend would spread this call over several cores right now
-    (its `spreads()` says so: `embed.threads`): then the call runs at once,
-    in the caller's thread, and nothing runs beside it, since a thread of
-    the caller's would take a core the embedding counted on.  `result()` is
+    (its `spreads()` says so: `embed.threads`): then the call is made at once
+    and the caller waits for it, since anything the caller ran beside it
+    would take a core the embedding counted on.  `result()` is
     the unit vector (a numpy row, or an `array('f')` from a backend with an
     `embed_query(text)` method, which needs no numpy: see `flat`), or None
     when the model failed (`EmbedError`: recall is lexical); any other error

