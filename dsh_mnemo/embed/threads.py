@@ -12,9 +12,12 @@ moment: on Linux, `/proc/loadavg` counts the runnable threads of the whole
 system right now (its fourth field, `running/total`; the calling thread is
 one of them).  `auto` gives a call one thread plus one for each core that
 nothing else wants (at most `AUTO_MAX`); where that count cannot be read,
-one thread.  The one-minute load average, which the first version of `auto`
-used, lags by a minute and cannot tell a quiet moment on a busy machine
-from a busy moment on a quiet one.
+one thread.  The cores are the process's CPU affinity, bounded by its
+cgroup's CPU quota (a container started with `--cpus 1` on a larger host
+gets one thread: a second would only make the quota throttle it).  The
+one-minute load average, which the first version of `auto` used, lags by a
+minute and cannot tell a quiet moment on a busy machine from a busy moment
+on a quiet one.
 
 A caller that gets more than one thread must not run Python work beside the
 call (the embedding's threads would then share a core with it): see
@@ -55,10 +58,64 @@ def parse_threads(value: object) -> int | str:
 
 
 def cpu_count() -> int:
+    """CPUs this process may use: its affinity, bounded by its cgroup's CPU quota
+    (a container started with `--cpus 1` on a larger host), at least 1."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
+        count = max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        count = max(1, os.cpu_count() or 1)
+    quota = cgroup_cpus()
+    return count if quota is None else max(1, min(count, int(quota + 0.999)))
+
+
+def cgroup_cpus(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> float | None:
+    """CPUs the CPU quota of this process's cgroup allows (v2 `cpu.max`, v1
+    `cpu.cfs_quota_us` / `cpu.cfs_period_us`), or None: no quota, or none to read."""
+    try:
+        with open(own, encoding="ascii", errors="replace") as handle:
+            groups = [line.split(":", 2) for line in handle.read().splitlines()]
+    except OSError:
+        return None
+    for fields in groups:
+        if len(fields) != 3:
+            continue
+        hierarchy, controllers, path = fields
+        relative = path.lstrip("/")
+        if hierarchy == "0" and not controllers:  # cgroup v2
+            for folder in (os.path.join(root, relative), root):
+                found = _quota(os.path.join(folder, "cpu.max"))
+                if found is not None:
+                    return found if found > 0 else None
+        elif "cpu" in controllers.split(","):  # cgroup v1
+            for mount in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
+                for folder in (os.path.join(root, mount, relative), os.path.join(root, mount)):
+                    found = _quota(os.path.join(folder, "cpu.cfs_quota_us"),
+                                   os.path.join(folder, "cpu.cfs_period_us"))
+                    if found is not None:
+                        return found if found > 0 else None
+    return None
+
+
+def _quota(path: str, period_path: str | None = None) -> float | None:
+    """quota / period from v2's "QUOTA PERIOD" (or "max PERIOD": 0, no quota), or
+    from v1's two files (-1: 0, no quota); None when there is nothing to read."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            words = handle.read().split()
+        if period_path is not None:
+            with open(period_path, encoding="ascii") as handle:
+                words = words[:1] + handle.read().split()[:1]
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(words) < 2:
+        return None
+    if words[0] in ("max", "-1"):
+        return 0.0
+    try:
+        quota, period = float(words[0]), float(words[1])
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else 0.0
 
 
 def runnable_now(path: str = LOADAVG) -> int | None:

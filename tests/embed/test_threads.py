@@ -165,3 +165,48 @@ def test_a_query_that_spreads_is_made_at_once_and_nothing_runs_beside_it() -> No
             assert made[1:] == ["mnemo-query-embedding"]  # started beside the caller...
             release.set()  # ...which goes on meanwhile
         assert pending.result() is not None
+
+
+def cgroup(tmp_path: Path, own: str, files: dict[str, str]) -> tuple[str, str]:
+    """A fake /sys/fs/cgroup tree and /proc/self/cgroup."""
+    root = tmp_path / "cgroup"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (tmp_path / "self-cgroup").write_text(own)
+    return str(root), str(tmp_path / "self-cgroup")
+
+
+@pytest.mark.parametrize(("own", "files", "expected"), [
+    # cgroup v2: the process's own group, or the root of a container's namespace
+    ("0::/user.slice/app\n", {"user.slice/app/cpu.max": "150000 100000\n"}, 1.5),
+    ("0::/\n", {"cpu.max": "max 100000\n"}, None),
+    ("0::/docker/abc\n", {"cpu.max": "100000 100000\n"}, 1.0),
+    # cgroup v1, under each name the cpu controller is mounted as
+    ("4:cpu,cpuacct:/docker/abc\n", {"cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "200000\n",
+                                     "cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n"}, 2.0),
+    ("1:cpu:/\n2:cpuacct:/\n", {"cpu/cpu.cfs_quota_us": "-1\n",
+                                "cpu/cpu.cfs_period_us": "100000\n"}, None),
+    ("1:cpu:/x\n", {"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"},
+     0.5),
+    # nothing readable, or nonsense
+    ("1:memory:/x\n", {}, None),
+    ("0::/\n", {"cpu.max": "lots 100000\n"}, None),
+    ("garbage\n", {}, None),
+])
+def test_a_cgroup_cpu_quota_bounds_the_cores(tmp_path: Path, own: str, files: dict[str, str],
+                                             expected: float | None) -> None:
+    root, self_cgroup = cgroup(tmp_path, own, files)
+    assert threads.cgroup_cpus(root, self_cgroup) == expected
+
+
+def test_a_container_with_one_cpu_of_quota_never_spreads(monkeypatch) -> None:
+    """`--cpus 1` on a bigger host: a second thread would only make the quota
+    throttle the process; `auto` counts the quota, not the host's cores."""
+    monkeypatch.setattr(threads, "cgroup_cpus", lambda: None)
+    unbounded = threads.cpu_count()
+    monkeypatch.setattr(threads, "cgroup_cpus", lambda: 1.0)
+    assert threads.cpu_count() == 1
+    assert ThreadPolicy("auto", sample=lambda: 1).current() == 1
+    monkeypatch.setattr(threads, "cgroup_cpus", lambda: 1.5)
+    assert threads.cpu_count() == min(2, unbounded)
