@@ -180,6 +180,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "fingerprint matches (for diagnosing a schema problem)."),
     ("MNEMO_NO_SERVER", "Read by the hook wrapper: set (to anything) to bypass the resident "
      "server and run mnemo hook in a process of its own (as server.enabled: false does)."),
+    ("MNEMO_NO_BLAS", "Set (to anything) to make a process without numpy compare the prompt "
+     "with the memories in pure Python instead of through the BLAS library bundled with "
+     "numpy (for benchmarks and tests; the results rank the same)."),
 )
 
 # Values of parameters the app types as plain strings.

@@ -88,10 +88,7 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
                 return None
             if flat_if is not None and flat_if(rows):
                 fh.seek(offset)
-                raw = fh.read(rows * dim * 4)
-                if len(raw) != rows * dim * 4:
-                    return None
-                buffer: Any = flat.from_blobs([raw], dim)
+                buffer: Any = flat.read_rows(fh, rows * dim)  # EOFError: a short file
             else:
                 import numpy as np
 
@@ -100,7 +97,8 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
         files = tuple(tuple(f) if f is not None else None for f in header["files"])
         return {"ids": ids, "buffer": buffer, "dim": dim, "files": files,
                 "counts": tuple(int(c) for c in header["counts"])}
-    except (OSError, ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
+    except (OSError, EOFError, ValueError, KeyError, TypeError, struct.error,
+            UnicodeDecodeError):
         return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -64,17 +65,61 @@ def test_blobs_that_are_not_whole_vectors_are_refused() -> None:
         flat.from_blobs([b"\0" * 8], 3)
 
 
-def test_a_large_namespace_or_a_process_with_numpy_uses_numpy() -> None:
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, ["False", "True", "True", "True", "False", "False"]),  # numpy's BLAS found
+    ({"MNEMO_NO_BLAS": "1"}, ["False", "True", "False", "False", "False", "False"]),
+])
+def test_a_large_namespace_or_a_process_with_numpy_uses_numpy(
+        env: dict[str, str], expected: list[str]) -> None:
     assert flat.numpy_loaded()  # this test module imported it
     assert not flat.wanted(10)
     code = textwrap.dedent("""
         import sys
         from dsh_mnemo.embed import flat
-        print(flat.numpy_loaded(), flat.wanted(flat.MAX_ROWS), flat.wanted(flat.MAX_ROWS + 1))
+        print(flat.numpy_loaded(), flat.wanted(flat.MAX_ROWS), flat.wanted(flat.MAX_ROWS + 1),
+              flat.wanted(flat.MAX_ROWS_BLAS), flat.wanted(flat.MAX_ROWS_BLAS + 1),
+              "numpy" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=True).stdout.split()
-    assert out == ["False", "True", "False"]
+                         env={**os.environ, **env}, timeout=60, check=True).stdout.split()
+    assert out == expected
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 300, 3001])
+def test_numpys_blas_through_ctypes_gives_numpys_very_scores(rows: int) -> None:
+    """The same routine with the same arguments as numpy's `matrix @ query`: the same
+    bits, so a process without numpy ranks exactly as the resident server does."""
+    from dsh_mnemo.embed import blas
+
+    library = blas.get()
+    assert library is not None and "openblas" in library.path
+    rng = np.random.default_rng(rows)
+    matrix = rng.standard_normal((rows, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = rng.standard_normal(384).astype(np.float32)
+    query /= np.linalg.norm(query)
+    got = library.scores(flat.from_blobs([matrix.tobytes()], 384), rows, 384,
+                         flat.vector(query))
+    assert np.asarray(got).tobytes() == (matrix @ query).tobytes()
+    assert np.asarray(library.scores(bytearray(matrix.tobytes()), rows, 384,
+                                     flat.vector(query))).tobytes() == \
+        (matrix @ query).tobytes()  # any writable buffer (a mapped file) too
+
+
+def test_without_numpys_blas_the_scores_are_computed_in_python(monkeypatch) -> None:
+    from dsh_mnemo.embed import blas
+
+    rng = random.Random(5)
+    matrix = np.asarray([random_unit(rng, 64) for _ in range(500)], dtype=np.float32)
+    query = np.asarray(random_unit(rng, 64), dtype=np.float32)
+    buffer = flat.from_blobs([matrix.tobytes()], 64)
+    monkeypatch.setattr(blas, "_loaded", [None])
+    python = flat.scores(buffer, 64, flat.vector(query), 500)
+    monkeypatch.setattr(blas, "_loaded", [])
+    monkeypatch.setattr(blas, "library_paths", lambda: [])  # numpy built on another BLAS
+    assert blas.get() is None
+    assert np.allclose(np.asarray(python), matrix @ query, atol=1e-6)
+    assert flat.top(python, 10) == flat.top(array("f", (matrix @ query).tolist()), 10)
 
 
 def test_a_query_of_another_dimension_is_an_error_as_with_numpy() -> None:
@@ -108,3 +153,15 @@ def test_the_joint_profile_of_two_banks_is_the_same_flat_or_numpy() -> None:
         assert as_flat[key] == pytest.approx(float(value), abs=1e-6)
     empty = store._joint_profile([semantic.Profile(), semantic.Profile()])
     assert empty == {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
+
+
+def test_rows_are_read_from_a_file_in_one_go(tmp_path) -> None:
+    values = np.asarray([1.5, -2.25, 3.0, 0.5], dtype="<f4")
+    stored = tmp_path / "rows"
+    stored.write_bytes(b"head" + values.tobytes())
+    with open(stored, "rb") as handle:
+        handle.seek(4)
+        assert list(flat.read_rows(handle, 4)) == values.tolist()
+    with open(stored, "rb") as handle, pytest.raises(EOFError):
+        handle.seek(4)
+        flat.read_rows(handle, 5)  # a file cut short is not a matrix

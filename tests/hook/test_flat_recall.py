@@ -1,13 +1,15 @@
 """A hook process without numpy recalls exactly what a process with numpy recalls.
 
-A new hook process searches a namespace of up to `flat.MAX_ROWS` vectors with
-the standard library (`embed.flat`) rather than import numpy for it (55-75 ms
-of a cold prompt), and reads its full-text candidates from the banks' own
-indexes (`memory.lexical`) rather than import upstream; the resident server
-imports numpy and searches with it.  Through the real prompt hook and the
-real packaged model, on two projects of the relevance data set (one in
-Chinese) with all their prompts, both ways must inject the same block, and a
-real new process must answer without ever importing numpy or upstream.
+A new hook process searches a namespace of up to `flat.MAX_ROWS_BLAS` vectors
+through numpy's bundled BLAS (called with ctypes) or, without it, up to
+`flat.MAX_ROWS` with the standard library (`embed.flat`), rather than import
+numpy for it (55-75 ms of a cold prompt), and reads its full-text candidates
+from the banks' own indexes (`memory.lexical`) rather than import upstream;
+the resident server imports numpy and searches with it.  Through the real
+prompt hook and the real packaged model, on two projects of the relevance
+data set (one in Chinese) with all their prompts, every way must inject the
+same block, and a real new process must answer without ever importing numpy
+or upstream.
 """
 
 from __future__ import annotations
@@ -63,28 +65,35 @@ def ask(path: Path, prompt: str, session: str) -> str:
 
 def test_every_prompt_injects_the_same_with_and_without_numpy(
         workspaces: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    from dsh_mnemo.embed import flat
+    from dsh_mnemo.embed import blas, flat
     from dsh_mnemo.memory import semantic
 
+    assert blas.get() is not None  # numpy's wheel ships its BLAS here
     answers: dict[str, list[str]] = {}
-    for mode in ("numpy", "flat"):
+    # numpy; no numpy, the scores from numpy's BLAS through ctypes; no numpy, no BLAS
+    for mode in ("numpy", "blas", "python"):
         with monkeypatch.context() as patch:
-            if mode == "flat":
+            if mode != "numpy":
                 patch.setattr(flat, "numpy_loaded", lambda: False)
+            if mode == "blas":
+                patch.setattr(flat, "BLAS_FROM", 0)  # these namespaces are small
+            if mode == "python":
+                patch.setattr(blas, "_loaded", [None])
             semantic.forget_matrices()
             got = []
             for name, (path, prompts) in workspaces.items():
                 for n, prompt in enumerate(prompts):
                     got.append(ask(path, prompt, f"{mode}-{name}-{n}"))
             kept = [semantic._matrices[k] for k in semantic.searched()]
-            assert kept and all(m.flat == (mode == "flat") for m in kept)
+            assert kept and all(m.flat == (mode != "numpy") for m in kept)
             answers[mode] = got
     semantic.forget_matrices()
-    assert len(answers["flat"]) > 40
-    assert sum(bool(a) for a in answers["flat"]) >= 20  # the comparison is not of silences
-    different = [n for n, (a, b) in enumerate(zip(answers["numpy"], answers["flat"],
-                                                  strict=True)) if a != b]
-    assert different == []
+    assert len(answers["numpy"]) > 40
+    assert sum(bool(a) for a in answers["numpy"]) >= 20  # the comparison is not of silences
+    for mode in ("blas", "python"):
+        different = [n for n, (a, b) in enumerate(zip(answers["numpy"], answers[mode],
+                                                      strict=True)) if a != b]
+        assert different == [], mode
 
 
 def test_a_new_process_answers_without_importing_numpy_or_upstream(
@@ -129,6 +138,7 @@ def test_a_namespace_that_grows_past_the_flat_size_is_searched_with_numpy(
         store.remember(ctx, text, embed=embed)
     monkeypatch.setattr(flat, "numpy_loaded", lambda: False)
     monkeypatch.setattr(flat, "MAX_ROWS", len(MEMORIES) + 1)
+    monkeypatch.setattr(flat, "MAX_ROWS_BLAS", len(MEMORIES) + 1)
     semantic.forget_matrices()
 
     def own_matrix() -> Any:
