@@ -144,6 +144,10 @@ def idle_threads(cpus: int, runnable: int | None) -> int:
 #: while a process that really wants the core is runnable at every look.
 SAMPLES = 3
 SAMPLE_GAP_SECONDS = 0.0002
+#: A decision this recent is the answer again: a prompt asks twice in a row
+#: (`spreads()` before it starts the query's embedding, then the call itself),
+#: and on a busy machine each asking costs the looks above (0.4 ms).
+REUSE_SECONDS = 0.005
 
 
 class ThreadPolicy:
@@ -151,25 +155,34 @@ class ThreadPolicy:
 
     A fixed number is used as is.  `auto` reads the runnable count for every
     call (about 20 us): `idle_threads(cpu_count(), runnable_now())`, the most
-    of `SAMPLES` looks when the first finds another thread runnable.
+    of `SAMPLES` looks when the first finds another thread runnable; a
+    decision younger than `REUSE_SECONDS` is given again.
     """
 
     def __init__(self, setting: int | str, *, sample: Callable[[], int | None] = runnable_now,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.setting = setting
         self._cpus = cpu_count()
         self._sample = sample
         self._sleep = sleep
+        self._clock = clock
+        self._decided = (-REUSE_SECONDS, 1)  # (when, threads)
 
     def current(self) -> int:
         if isinstance(self.setting, int):
             return self.setting
+        at, threads = self._decided
+        now = self._clock()
+        if now - at < REUSE_SECONDS:
+            return threads
         best = idle_threads(self._cpus, self._sample())
         for _ in range(SAMPLES - 1):
             if best > 1 or self._cpus <= 1:
                 break
             self._sleep(SAMPLE_GAP_SECONDS)
             best = max(best, idle_threads(self._cpus, self._sample()))
+        self._decided = (self._clock(), best)
         return best
 
     def describe(self) -> str:

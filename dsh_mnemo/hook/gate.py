@@ -17,7 +17,9 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from ..lazy_re import lazy
-from ..memory.lexical import STOPWORDS
+from ..memory.lexical import CJK as _CJK
+from ..memory.lexical import CJK_CHARS, STOPWORDS, has_cjk
+from ..memory.lexical import WORD as _WORD
 
 TEMPORAL_WEIGHT = 0.2
 TEMPORAL_HALFLIFE_HOURS = 48.0
@@ -32,8 +34,6 @@ LOW_IMPORTANCE = 0.65
 DUP_JACCARD = 0.72
 DUP_CONTAINMENT = 0.86
 
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 class Recalled(Protocol):
@@ -157,8 +157,7 @@ LEXICAL_TOP = 5
 MIN_DISTINCT_TOKENS = 1  # the pre-gate: words a prompt needs, besides stopwords and FILLER ...
 MIN_CJK = 4  # ... or CJK characters, besides Chinese filler ("好的", "继续", "谢谢")
 
-_CJK = lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_CJK_RUN = lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CJK_RUN = lazy(f"[{CJK_CHARS}]+")
 # Words of acknowledgement and continuation: "nice, thanks", "cool, next" say nothing to look for.
 FILLER = frozenset(["thanks", "thank", "thx", "nice", "cool", "great", "good", "fine", "okay",
                     "sure", "yes", "yeah", "yep", "yup", "nope", "next", "one", "continue",
@@ -182,11 +181,6 @@ _SUPERSEDES = lazy(
     r"migrated to|migrated from|was raised|were raised|raised to|upgraded|since \d[\w.]*|"
     r"deprecated|rather than|is gone|was deleted)\b|"
     r"现在|改用|不再|替换|换成|以后|今后|已经迁移|迁到|已经从|升级到|取代|下线")
-
-
-def has_cjk(text: str) -> bool:
-    """Any Chinese, Japanese or Korean character?  (An ASCII text never compiles the class.)"""
-    return not text.isascii() and _CJK.search(text) is not None
 
 
 def distinctive(prompt: str) -> bool:

@@ -37,6 +37,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..lazy_re import lazy
 from .banks import reader, translate_sqlite_errors
 
 # Words too common to tell memories apart (also the prefetch gate's).
@@ -46,23 +47,26 @@ STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all"
 MAX_TERMS = 24
 MIN_LENGTH = 3
 
-# What `unicode61` indexes as a token: runs of letters and digits (`_` splits).
-_WORD = re.compile(r"[^\W_]+")
+# What `unicode61` indexes as a token: runs of letters and digits (`_` splits);
+# the prefetch gate's words too.
+WORD = re.compile(r"[^\W_]+")
+# Scripts written without spaces between words: kana, CJK ideographs, hangul.
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+CJK = lazy(f"[{CJK_CHARS}]")
 
 
-def _unspaced(word: str) -> bool:
-    """Written in a script without spaces between words (CJK, kana, hangul)?"""
-    return any("\u3040" <= c <= "\u30ff" or "\u3400" <= c <= "\u4dbf"
-               or "\u4e00" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af" for c in word)
+def has_cjk(text: str) -> bool:
+    """Any Chinese, Japanese or Korean character?  (An ASCII text never compiles the class.)"""
+    return not text.isascii() and CJK.search(text) is not None
 
 
 def terms(text: str) -> list[str]:
     """The words of `text` a full-text query looks for, in order, each once."""
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(text):
+    for match in WORD.finditer(text):
         word = match.group(0).lower()
         if (len(word) >= MIN_LENGTH and word not in STOPWORDS and not word.isdigit()
-                and (word.isascii() or not _unspaced(word))):
+                and not has_cjk(word)):
             seen.setdefault(word, None)
     words = list(seen)
     if len(words) > MAX_TERMS:

@@ -70,6 +70,22 @@ def test_a_busy_core_is_looked_at_again_before_it_costs_the_second_thread() -> N
     assert slept == []
 
 
+def test_a_prompt_that_asks_twice_in_a_row_gets_one_decision() -> None:
+    """`spreads()` and then the call itself: the second asking reuses the first's
+    looks (on a busy machine each costs 0.4 ms), a later one looks again."""
+    samples = iter([2, 2, 2, 1])
+    slept: list[float] = []
+    now = [100.0]
+    chosen = ThreadPolicy("auto", sample=lambda: next(samples), sleep=slept.append,
+                          clock=lambda: now[0])
+    chosen._cpus = 2
+    assert chosen.current() == 1 and len(slept) == SAMPLES - 1
+    now[0] += threads.REUSE_SECONDS / 2
+    assert chosen.current() == 1 and len(slept) == SAMPLES - 1  # no new look
+    now[0] += threads.REUSE_SECONDS
+    assert chosen.current() == 2  # the fourth sample: a core came free
+
+
 def test_a_fixed_setting_is_used_as_is() -> None:
     assert ThreadPolicy(3).current() == 3
     assert ThreadPolicy(1).current() == 1
