@@ -11,15 +11,15 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import paths
 from .errors import ConfigError
+from .record import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Key:
     name: str
     type: type
@@ -122,7 +122,7 @@ SCHEMA: tuple[Key, ...] = (
 KEYS: dict[str, Key] = {k.name: k for k in SCHEMA}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     values: dict[str, Any] = field(default_factory=lambda: {k.name: k.default for k in SCHEMA})
     source: Path | None = None
@@ -421,7 +421,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-@dataclass
+@record
 class KeyReport:
     key: str
     value: Any

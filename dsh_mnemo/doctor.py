@@ -25,7 +25,6 @@ import shutil
 import sqlite3
 import subprocess
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from .config import Settings, load_settings
 from .errors import MnemoError
 from .harnesses.registry import NAMES as HARNESSES
 from .memory import banks
+from .record import field, record
 
 OK, INFO, WARN, FAIL, UNKNOWN = "ok", "info", "warn", "fail", "unknown"
 ACTION_STATUSES = (WARN, FAIL)
@@ -60,7 +60,7 @@ _LOG_LINE = re.compile(r"^\[?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(Z|[+-]\d{2
 _QUIET_LEVELS = ("info", "debug", "note")
 
 
-@dataclass
+@record
 class Check:
     name: str
     status: str
@@ -69,7 +69,7 @@ class Check:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class DoctorReport:
     data_dir: str
     config_path: str
@@ -358,10 +358,10 @@ def check_workspace(cwd: Path, settings: Settings, base: Path) -> Check:
 
 
 def _status_of(raw: Any) -> dict[str, Any]:
-    import dataclasses
+    from .record import asdict, is_record
 
-    if dataclasses.is_dataclass(raw) and not isinstance(raw, type):
-        return dataclasses.asdict(raw)
+    if is_record(raw):
+        return asdict(raw)
     if isinstance(raw, dict):
         return dict(raw)
     return {k: v for k, v in vars(raw).items() if not k.startswith("_")} \

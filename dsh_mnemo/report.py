@@ -8,19 +8,19 @@ The CLI renders it once, for people with rich or for scripts as JSON.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import record as records
 from .errors import ExitCode
+from .record import field, record
 
 # Long operations report progress as (phase, done, total); the CLI draws a bar.
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass
+@record
 class Message:
     """A line for people: a `note` (standard output) or a `warning` (standard error)."""
 
@@ -28,10 +28,10 @@ class Message:
     level: str = "note"  # "note" | "warning"
 
 
-@dataclass
+@record
 class Report:
     kind: str  # the JSON kind (docs/json.md) and the name of its human view
-    data: Any  # a dataclass or a dict: the fields of the JSON document
+    data: Any  # a record or a dict: the fields of the JSON document
     messages: list[Message] = field(default_factory=list)
     exit_code: ExitCode = ExitCode.OK
 
@@ -49,12 +49,12 @@ JSON_SCHEMA_VERSION = 1
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, dicts, lists and paths as plain JSON values.
+    """Records (`dsh_mnemo.record`), dicts, lists and paths as plain JSON values.
 
-    A dataclass field with `metadata={"json": False}` (a vector, say) is left out.
+    A record field with `metadata={"json": False}` (a vector, say) is left out.
     """
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+    if records.is_record(value):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in records.fields(value)
                 if f.metadata.get("json", True)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}

@@ -6,7 +6,6 @@ Each command resolves its context once through `resolve_memory_context`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
@@ -14,6 +13,7 @@ from ..config import Settings
 from ..errors import ExitCode, FilteredError, MnemoError
 from ..memory import banks, consolidate, semantic, store
 from ..memory.targets import GLOBAL_TARGET, read_target
+from ..record import field, record
 from ..report import Progress, Report
 from ..workspace.context import MemoryContext, resolve_memory_context
 
@@ -67,7 +67,7 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
     return report
 
 
-@dataclass
+@record
 class RecallReport:
     query: str
     namespace: str
@@ -88,7 +88,7 @@ def forget(settings: Settings, memory_id: str, *, session_id: str | None = None,
     return Report("forget", store.forget(_context(settings, cwd, session_id), memory_id))
 
 
-@dataclass
+@record
 class StatsReport:
     scope: str  # "context" | "all"
     namespaces: list[banks.NamespaceStats] = field(default_factory=list)
@@ -143,7 +143,7 @@ def sleep(settings: Settings, *, all_banks: bool = False, dry_run: bool = False,
     return report
 
 
-@dataclass
+@record
 class ReindexReport:
     backend: str
     model_id: str | None

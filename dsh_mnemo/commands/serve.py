@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from .. import paths
 from ..config import Settings
 from ..errors import ExitCode, MnemoError
+from ..record import record
 from ..report import Report
 from ..server import state as server_state
 from ..server.state import ServerState
 
 
-@dataclass
+@record
 class ServeResult:
     action: str  # "started" | "running" | "stopped" | "not-running"
     server: ServerState

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
@@ -10,6 +9,7 @@ from ..errors import RefusedError
 from ..memory import semantic, store
 from ..memory import standing as standing_memory
 from ..memory.targets import write_target
+from ..record import field, record
 from ..report import Report
 from ..workspace.context import MemoryContext, resolve_memory_context
 
@@ -18,7 +18,7 @@ def _context(settings: Settings, cwd: Path | None) -> MemoryContext:
     return resolve_memory_context(cwd, None, settings, mode="workspace")
 
 
-@dataclass
+@record
 class StandingList:
     workspace: str | None
     budget_chars: int
@@ -71,7 +71,7 @@ def remove(settings: Settings, memory_id: str, *, cwd: Path | None = None) -> Re
     return Report("forget", store.forget(ctx, memory_id))
 
 
-@dataclass
+@record
 class CandidateList:
     namespace: str
     candidates: list[standing_memory.Candidate] = field(default_factory=list)

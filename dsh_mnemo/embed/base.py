@@ -7,8 +7,9 @@ heavy parts of a backend load only inside `load_backend`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..record import record
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,7 +50,7 @@ class Embedder(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoadResult:
     """What `load_backend` gives back; `embedder is None` means: use lexical recall.
 

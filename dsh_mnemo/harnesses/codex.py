@@ -24,11 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from ..record import record
 
 EVENT_LABELS = {
     "PreToolUse": "pre_tool_use", "PermissionRequest": "permission_request",
@@ -70,7 +70,7 @@ def trust_key(hooks_file: Path, event: str, group: int, handler: int) -> str:
     return f"{hooks_file}:{EVENT_LABELS[event]}:{group}:{handler}"
 
 
-@dataclass
+@record
 class EntryTrust:
     event: str  # Codex's event name
     group: int
@@ -81,7 +81,7 @@ class EntryTrust:
     state: str  # trusted | untrusted | changed | disabled
 
 
-@dataclass
+@record
 class Entry:
     event: str
     group: int

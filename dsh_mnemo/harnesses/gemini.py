@@ -19,16 +19,16 @@ This mirrors its `checkPathTrust`, read-only:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..record import record
 from . import jsonc
 
 TRUST_LEVELS = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
 
 
-@dataclass
+@record
 class FolderTrust:
     path: str
     trusted: bool

@@ -27,12 +27,12 @@ import re
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError
+from ..record import field, record
 from . import jsonc
 from .registry import HARNESSES, NAMES, Harness
 
@@ -47,7 +47,7 @@ _OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
 
 # ─── Results ───────────────────────────────────────────────────────────────
 
-@dataclass
+@record
 class InstallResult:
     harness: str
     action: str  # "installed" | "updated" | "unchanged" | "removed" | "absent"
@@ -61,7 +61,7 @@ class InstallResult:
     removed_file: bool = False  # uninstall removed the file mnemo had created
 
 
-@dataclass
+@record
 class HarnessStatus:
     harness: str
     config_path: str | None
@@ -267,7 +267,7 @@ def is_ours(entry: object) -> bool:
         and bool(_OURS.search(entry["command"]))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Located:
     """One of mnemo's entries: `handler` is None for an entry directly in the list."""
 
@@ -673,8 +673,7 @@ def _gemini_steps(harness: str, project: Path | None) -> list[str]:
 
 
 def gemini_folder_trust(directory: Path) -> dict[str, Any] | None:
-    from dataclasses import asdict
-
+    from ..record import asdict
     from .gemini import folder_trust
 
     folder = user_config_dir("gemini")

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from ..record import field, record
 
 Path_ = tuple[str | int, ...]  # keys and indices from the root to a value
 
@@ -37,7 +38,7 @@ class JsoncError(ValueError):
         self.line, self.column = line, column
 
 
-@dataclass
+@record
 class Node:
     kind: str  # "object" | "array" | "scalar"
     start: int

@@ -18,12 +18,12 @@ import re
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import RefusedError
+from ..record import field, record
 from . import install as installer
 from .injections import TEST_SESSION_PREFIX
 from .registry import HARNESSES, model_view
@@ -31,7 +31,7 @@ from .registry import HARNESSES, model_view
 DEFAULT_PROMPT = "What should I keep in mind when working on this project?"
 
 
-@dataclass
+@record
 class HookTest:
     harness: str
     config_path: str | None

@@ -12,7 +12,8 @@ functions, cheap to import on the hook path.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+
+from ..record import field, record
 
 # mnemo's own event names, as `mnemo hook EVENT` takes them.
 EVENTS = ("session-start", "prompt", "turn-end", "session-end")
@@ -24,7 +25,7 @@ CONTEXT_EVENTS = ("session-start", "prompt")
 REPLY_FIELDS = ("last_assistant_message", "prompt_response", "assistant", "response")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Harness:
     name: str
     # mnemo event -> the harness's own event name.

@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from ..harnesses.registry import HARNESSES, REPLY_FIELDS
+from ..record import record
 
 
 class BadEvent(ValueError):
     """The stdin payload is not an event we can use."""
 
 
-@dataclass
+@record
 class HookEvent:
     harness: str
     kind: str  # "session-start" | "prompt" | "turn-end" | "session-end"

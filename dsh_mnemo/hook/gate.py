@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -20,6 +19,7 @@ from ..lazy_re import lazy
 from ..memory.lexical import CJK as _CJK
 from ..memory.lexical import CJK_CHARS, STOPWORDS, has_cjk
 from ..memory.lexical import WORD as _WORD
+from ..record import record
 
 TEMPORAL_WEIGHT = 0.2
 TEMPORAL_HALFLIFE_HOURS = 48.0
@@ -85,7 +85,7 @@ def quality(memory: Recalled) -> float:
     return factor
 
 
-@dataclass
+@record
 class Ranked:
     memory: Any
     rank: float

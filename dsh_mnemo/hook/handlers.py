@@ -21,11 +21,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..harnesses.registry import HARNESSES, format_output, neutral_output
+from ..record import field, record
 from . import log
 from .events import HookEvent, last_reply_from_transcript
 from .spool import MAX_BYTES, MAX_PENDING, Spool, Turn
@@ -51,7 +51,7 @@ def query_text(text: str) -> str:
     return f"{text[:half]}\n…\n{text[-half:]}"
 
 
-@dataclass
+@record
 class HookRun:
     """One hook call: what it is, where its answer goes, where work after it goes.
 

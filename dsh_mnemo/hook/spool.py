@@ -24,10 +24,10 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fsutil import sha256_hex
+from ..record import field, record
 
 SPOOL_VERSION = 1
 # A session whose turns cannot be stored (a database locked for hours) keeps
@@ -51,7 +51,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass
+@record
 class Turn:
     id: str
     text: str
@@ -97,7 +97,7 @@ def reply_digest(text: str) -> str:
     return digest("\0reply\0" + text)
 
 
-@dataclass
+@record
 class SpoolState:
     turns: list[Turn] = field(default_factory=list)
     captured: int = 0

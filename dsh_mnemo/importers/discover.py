@@ -23,13 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from ..record import record
 
 
-@dataclass
+@record
 class Found:
     source: str
     path: Path

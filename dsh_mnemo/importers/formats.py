@@ -34,9 +34,10 @@ import json
 import re
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..record import field, record
 
 HARNESS_SOURCES = ("claude-code", "codex", "gemini", "qwen")
 EXPORT_SOURCES = ("chatgpt", "claude-ai")
@@ -46,7 +47,7 @@ MAX_LINE_BYTES = 32 * 1024 * 1024  # a larger JSONL line is counted as unknown
 MAX_EXPORT_BYTES = 2 * 1024 * 1024 * 1024
 
 
-@dataclass
+@record
 class Turn:
     index: int  # the prompt's position in its session, from 0
     user: str
@@ -54,7 +55,7 @@ class Turn:
     timestamp: str | float | None = None  # ISO-8601 text, or epoch seconds
 
 
-@dataclass
+@record
 class Session:
     source: str
     session_id: str
@@ -66,7 +67,7 @@ class Session:
     note: str | None = None  # why the directory is unknown, when it is
 
 
-@dataclass
+@record
 class FileResult:
     path: str
     sessions: list[Session] = field(default_factory=list)
@@ -91,14 +92,14 @@ def _read_jsonl(path: Path, result: FileResult) -> Iterator[dict[str, Any]]:
                 result.unknown += 1
                 continue
             try:
-                record = json.loads(raw)
+                entry = json.loads(raw)
             except ValueError:
                 result.unknown += 1
                 continue
-            if not isinstance(record, dict):
+            if not isinstance(entry, dict):
                 result.unknown += 1
                 continue
-            yield record
+            yield entry
 
 
 def _text_blocks(content: Any, *, key: str = "text",
@@ -146,35 +147,35 @@ def read_claude_code(path: Path) -> FileResult:
     unknown = 0
     last_reply_id: object = None
     reply_parts: list[str] = []
-    for record in _read_jsonl(path, result):
-        kind = record.get("type")
+    for entry in _read_jsonl(path, result):
+        kind = entry.get("type")
         if not isinstance(kind, str):
             unknown += 1
             continue
         if kind not in ("user", "assistant"):
             continue  # attachments, queue operations, api records, summaries …
-        message = record.get("message")
+        message = entry.get("message")
         if not isinstance(message, dict):
             unknown += 1
             continue
-        session_id = session_id or _str(record.get("sessionId"))
-        if record.get("isSidechain") or record.get("isMeta") or record.get("isCompactSummary"):
+        session_id = session_id or _str(entry.get("sessionId"))
+        if entry.get("isSidechain") or entry.get("isMeta") or entry.get("isCompactSummary"):
             continue  # a sub-agent's prompt, harness meta text, a compaction summary
         if kind == "user":
-            if "toolUseResult" in record:
+            if "toolUseResult" in entry:
                 continue
             text = _text_blocks(message.get("content"))
             if not text or _CLAUDE_INTERRUPTED.match(text.strip()):
                 continue  # tool results only, or the interruption marker
-            cwd = cwd or _str(record.get("cwd"))
-            collected.prompt(text, record.get("timestamp"))
+            cwd = cwd or _str(entry.get("cwd"))
+            collected.prompt(text, entry.get("timestamp"))
             last_reply_id, reply_parts = None, []
         else:
             text = _text_blocks(message.get("content"))
             if not text:
                 continue
             # One reply is streamed as several lines sharing the message id.
-            message_id = message.get("id") or record.get("uuid")
+            message_id = message.get("id") or entry.get("uuid")
             if message_id != last_reply_id:
                 last_reply_id, reply_parts = message_id, []
             reply_parts.append(text)
@@ -206,9 +207,9 @@ def read_codex(path: Path) -> FileResult:
     session_id: str | None = None
     cwd: str | None = None
     unknown = 0
-    for record in _read_jsonl(path, result):
-        kind = record.get("type")
-        payload = record.get("payload")
+    for entry in _read_jsonl(path, result):
+        kind = entry.get("type")
+        payload = entry.get("payload")
         if kind == "session_meta" and isinstance(payload, dict):
             session_id = session_id or _str(payload.get("id")) or _str(payload.get("session_id"))
             cwd = cwd or _str(payload.get("cwd"))
@@ -217,13 +218,13 @@ def read_codex(path: Path) -> FileResult:
             cwd = cwd or _str(payload.get("cwd"))
             continue
         if kind == "response_item" and isinstance(payload, dict):
-            item, stamp = payload, record.get("timestamp")
-        elif kind == "message" and "role" in record:
-            item, stamp = record, record.get("timestamp")  # early rollouts: bare items
+            item, stamp = payload, entry.get("timestamp")
+        elif kind == "message" and "role" in entry:
+            item, stamp = entry, entry.get("timestamp")  # early rollouts: bare items
         elif isinstance(kind, str):
             continue  # event_msg, token counts, compaction records …
-        elif "id" in record and "timestamp" in record and session_id is None:
-            session_id = _str(record.get("id"))  # early rollouts' first line
+        elif "id" in entry and "timestamp" in entry and session_id is None:
+            session_id = _str(entry.get("id"))  # early rollouts' first line
             continue
         else:
             unknown += 1
@@ -306,20 +307,20 @@ def read_gemini(path: Path, *, cwd: str | None = None, note: str | None = None) 
             order.append(message["id"])
         by_id[message["id"]] = message  # a record written again replaces the first
 
-    for record in _read_jsonl(path, result):
-        if "$set" in record:
-            update = record["$set"]
+    for entry in _read_jsonl(path, result):
+        if "$set" in entry:
+            update = entry["$set"]
             if isinstance(update, dict) and isinstance(update.get("messages"), list):
                 order.clear()
                 by_id.clear()
                 for message in update["messages"]:
                     upsert(message)
             continue
-        if "sessionId" in record and "type" not in record:
-            header = record
+        if "sessionId" in entry and "type" not in entry:
+            header = entry
             continue
-        if isinstance(record.get("type"), str) and "id" in record:
-            upsert(record)
+        if isinstance(entry.get("type"), str) and "id" in entry:
+            upsert(entry)
             continue
         unknown += 1
     if not header and not order:
@@ -365,22 +366,22 @@ def read_qwen(path: Path) -> FileResult:
     session_id: str | None = None
     cwd: str | None = None
     unknown = 0
-    for record in _read_jsonl(path, result):
-        kind = record.get("type")
+    for entry in _read_jsonl(path, result):
+        kind = entry.get("type")
         if not isinstance(kind, str):
             unknown += 1
             continue
-        session_id = session_id or _str(record.get("sessionId"))
+        session_id = session_id or _str(entry.get("sessionId"))
         if kind not in ("user", "assistant"):
             continue  # tool results, system records (telemetry, snapshots)
-        message = record.get("message")
+        message = entry.get("message")
         if not isinstance(message, dict):
             unknown += 1
             continue
         text = _qwen_text(message.get("parts"))
         if kind == "user":
-            cwd = cwd or _str(record.get("cwd"))
-            collected.prompt(text, record.get("timestamp"))
+            cwd = cwd or _str(entry.get("cwd"))
+            collected.prompt(text, entry.get("timestamp"))
         else:
             collected.reply(text)
     if session_id is None and not collected.turns:

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..errors import RefusedError
+from ..record import field, record
 from ..report import Progress
 from . import formats
 from .discover import Found, harness_files
@@ -52,7 +52,7 @@ BATCH = 100
 
 # ─── Results ───────────────────────────────────────────────────────────────
 
-@dataclass
+@record
 class SourceSummary:
     source: str
     files: int = 0
@@ -62,7 +62,7 @@ class SourceSummary:
     unreadable_files: int = 0
 
 
-@dataclass
+@record
 class TargetSummary:
     target: str  # the workspace root, or "global"
     display_name: str | None
@@ -79,7 +79,7 @@ class TargetSummary:
     first_lines: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class SkippedSession:
     source: str
     session_id: str
@@ -90,7 +90,7 @@ class SkippedSession:
     hint: str | None = None
 
 
-@dataclass
+@record
 class ImportReport:
     dry_run: bool
     sources: list[SourceSummary]
@@ -103,7 +103,7 @@ class ImportReport:
     ledger_path: str = ""
 
 
-@dataclass
+@record
 class _Row:
     digest: str
     source: str
@@ -115,7 +115,7 @@ class _Row:
     timestamp: str | None  # naive local ISO time, as upstream writes, or None
 
 
-@dataclass
+@record
 class _Plan:
     summary: TargetSummary
     target: Target

@@ -32,12 +32,12 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError
+from ..record import field, record
 from . import CLIENT_NAMES
 
 SERVER_NAME = "mnemo"
@@ -47,7 +47,7 @@ SERVER_ARGS = ("mcp",)
 CARRIED_ENV = ("MNEMO_DATA_DIR", "MNEMO_CONFIG")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Client:
     name: str
     title: str
@@ -77,7 +77,7 @@ NAMES: tuple[str, ...] = tuple(CLIENTS)
 assert NAMES == CLIENT_NAMES
 
 
-@dataclass
+@record
 class McpInstallResult:
     client: str
     action: str  # "installed" | "updated" | "unchanged" | "removed" | "absent"
@@ -87,7 +87,7 @@ class McpInstallResult:
     next_steps: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class McpStatus:
     client: str
     config_path: str

@@ -18,7 +18,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from urllib.parse import quote
 
 from .. import paths
 from ..errors import BusyError, DataError
+from ..record import record
 
 BUSY_TIMEOUT_SECONDS = 5.0
 
@@ -301,7 +301,7 @@ def due_count(bank: str, namespace: str, base: Path | None = None) -> int:
 
 # ─── Statistics ────────────────────────────────────────────────────────────
 
-@dataclass
+@record
 class NamespaceStats:
     bank: str
     namespace: str

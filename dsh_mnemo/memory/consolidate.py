@@ -9,20 +9,20 @@ the same namespace at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import BusyError, MnemoError
 from ..fsutil import file_lock, release_lock, sha256_hex, try_lock
+from ..record import field, record
 from ..report import Progress
 from ..workspace.context import MemoryContext
 from . import banks, driver
 from .targets import Target, bank_target, read_target
 
 
-@dataclass
+@record
 class SleepResult:
     bank: str
     namespace: str
@@ -34,7 +34,7 @@ class SleepResult:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class SleepReport:
     dry_run: bool
     force: bool

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..lazy_re import lazy
+from ..record import record
 from .banks import reader, translate_sqlite_errors
 
 # Words too common to tell memories apart (also the prefetch gate's).
@@ -82,7 +82,7 @@ def match_expression(text: str) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Match:
     """One memory that shares words with the query; `rank` is FTS5's (lower is better)."""
 

@@ -104,10 +104,10 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..lazy_re import lazy
+from ..record import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -115,7 +115,7 @@ if TYPE_CHECKING:  # pragma: no cover
 POLICIES = ("redact", "warn", "off")
 
 
-@dataclass
+@record
 class ScrubResult:
     text: str
     findings: list[str] = field(default_factory=list)  # kinds found, never the secrets
@@ -293,7 +293,7 @@ def _replace_span(pattern: re.Pattern[str], text: str, findings: list[str], firs
     return "".join(pieces)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Span:
     start: int
     end: int
@@ -945,21 +945,93 @@ def _upstream_patterns() -> Any:
     Its `filters` module needs only the standard library, but importing it runs
     the `mnemosyne.core` package first (plugins, streaming: about 8 ms of a
     hook's cold start, for a list of strings).  So, unless upstream is loaded
-    already, the module's file is run on its own; if that fails (a newer
-    upstream that needs its package), it is imported the ordinary way.
+    already, the list an earlier process read is taken from its cache file
+    (`_kept_patterns`); failing that, the module's file is run on its own
+    (its own imports, `dataclasses` and `logging`, cost a hook about 6 ms) and
+    the list kept for the next process; if that fails (a newer upstream that
+    needs its package), it is imported the ordinary way.
     """
     module = sys.modules.get("mnemosyne.core.filters")
     if module is None:
+        kept = _kept_patterns()
+        if kept is not None:
+            return kept
         try:
             module = _filters_alone()
         except Exception:  # noqa: BLE001 - any failure: the ordinary import below
             module = None
+        if module is not None and hasattr(module, "SECRET_LABELED_PATTERNS"):
+            _keep_patterns(module)
     if module is None or not hasattr(module, "SECRET_LABELED_PATTERNS"):
         from .upstream_import import quiet_upstream_import
 
         with quiet_upstream_import():  # not its `import mcp`: it costs seconds
             import mnemosyne.core.filters as module
     return module.SECRET_LABELED_PATTERNS
+
+
+# The patterns as the last process read them from upstream's `filters.py`, per
+# Python environment (`sys.prefix`), with that file's path, size and mtime:
+# a process takes them only while the file is the same.  A cache: any doubt
+# (no file, another shape, a changed or missing source) reads the source again.
+PATTERNS_CACHE = "upstream-secret-patterns.json"
+
+
+def _patterns_cache_path() -> Any:
+    from ..paths import data_dir
+
+    return data_dir() / "cache" / PATTERNS_CACHE
+
+
+def _source_stamp(path: str) -> list[int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns]
+
+
+def _kept_patterns() -> list[tuple[str, str]] | None:
+    import json
+
+    try:
+        with open(_patterns_cache_path(), "rb") as handle:
+            entry = json.loads(handle.read()).get(sys.prefix)
+        if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
+            return None
+        if entry.get("stamp") != _source_stamp(entry["source"]):
+            return None
+        pairs = [(label, source) for label, source in entry["patterns"]
+                 if isinstance(label, str) and isinstance(source, str)]
+        return pairs if len(pairs) == len(entry["patterns"]) else None
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return None
+
+
+def _keep_patterns(module: Any) -> None:
+    import json
+
+    from ..fsutil import write_cache_file
+
+    source = getattr(module, "__file__", None)
+    stamp = _source_stamp(source) if isinstance(source, str) else None
+    if stamp is None:
+        return
+    try:
+        patterns = [[str(label), str(pattern)] for label, pattern in
+                    module.SECRET_LABELED_PATTERNS]
+        path = _patterns_cache_path()
+        try:
+            with open(path, "rb") as handle:
+                kept = json.loads(handle.read())
+            if not isinstance(kept, dict):
+                kept = {}
+        except (OSError, ValueError):
+            kept = {}
+        kept[sys.prefix] = {"source": source, "stamp": stamp, "patterns": patterns}
+        write_cache_file(path, json.dumps(kept).encode())
+    except (OSError, ValueError, TypeError):
+        pass  # a cache: the next process reads the source again
 
 
 def _filters_alone() -> Any:

@@ -29,12 +29,12 @@ import sqlite3
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..embed import flat
+from ..record import field, record
 from .banks import (
     BUSY_TIMEOUT_SECONDS,
     connect_readonly,
@@ -152,7 +152,7 @@ def store(db_path: Path, embed: Embedder, items: Sequence[tuple[str, str]]) -> i
 
 # ─── Reading ───────────────────────────────────────────────────────────────
 
-@dataclass
+@record
 class Candidate:
     """A memory found by similarity, with what the gate needs to judge it."""
 
@@ -161,7 +161,7 @@ class Candidate:
     vector: Any  # its unit vector (numpy or `flat`), for comparing candidates with each other
 
 
-@dataclass
+@record
 class Profile:
     """How the prompt scores against every memory of the namespace it searched."""
 
@@ -198,7 +198,7 @@ def _has_table(conn: sqlite3.Connection) -> bool:
 MAX_CACHED = 8  # namespaces kept (least recently used dropped)
 
 
-@dataclass
+@record
 class _Matrix:
     ids: list[str]
     index: dict[str, int]

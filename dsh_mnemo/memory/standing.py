@@ -27,7 +27,6 @@ again).  Nothing is promoted without the user.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from .. import paths
 from ..errors import RefusedError, UnboundError
 from ..fsutil import sha256_hex
 from ..lazy_re import lazy
+from ..record import record
 from ..workspace.context import MemoryContext
 from . import banks
 from .targets import GLOBAL_TARGET, Target
@@ -49,7 +49,7 @@ CANDIDATES_DDL = (f"CREATE TABLE IF NOT EXISTS {CANDIDATES} (id TEXT PRIMARY KEY
                   "memory_id TEXT)")
 
 
-@dataclass
+@record
 class Standing:
     id: str
     content: str
@@ -202,7 +202,7 @@ def suggest(target: Target, text: str, base: Path | None = None) -> str | None:
             conn.close()
 
 
-@dataclass
+@record
 class Candidate:
     id: str
     text: str

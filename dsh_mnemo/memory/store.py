@@ -17,18 +17,18 @@ through `banks`.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
+from ..record import field, record
 from ..workspace.context import MemoryContext
 from . import banks
 from .targets import GLOBAL_TARGET, Target, read_target, write_target
 
 
-@dataclass
+@record
 class Memory:
     id: str
     content: str
@@ -45,7 +45,7 @@ class Memory:
     vector: Any = field(default=None, repr=False, compare=False, metadata={"json": False})
 
 
-@dataclass
+@record
 class WriteResult:
     id: str | None  # None when the write filter rejected the text
     filtered: bool
@@ -59,7 +59,7 @@ class WriteResult:
     standing: bool = False  # a rule or preference given to the model every session
 
 
-@dataclass
+@record
 class ForgetResult:
     id: str
     bank: str
@@ -301,7 +301,7 @@ def nearest_fetch(top_k: int) -> int:
     return max(top_k * 3, 15)
 
 
-@dataclass
+@record
 class _Searched:
     """One bank's nearest vectors to the prompt, with their rows."""
 

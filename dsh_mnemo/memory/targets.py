@@ -9,11 +9,11 @@ one namespace in one bank; `write_target` and `read_target` turn a resolved
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
+from ..record import record
 from ..workspace.context import REASON_NO_SESSION, MemoryContext
 from ..workspace.identity import session_namespace
 
@@ -21,7 +21,7 @@ GLOBAL_SESSION = "global"
 LEVELS = ("session", "workspace", "global")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """One namespace in one bank."""
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from .. import paths
 from ..errors import DataError, MnemoError, RefusedError, UnboundError
 from ..faults import fault
 from ..memory.banks import MEMORY_TABLES, attach_readonly, namespace_stats
+from ..record import asdict, field, record
 from ..report import Progress
 from ..workspace import identity
 from ..workspace.context import register_seen
@@ -53,7 +53,7 @@ DEFAULT_SESSION = "default"
 GLOBAL_SESSION = "global"
 
 
-@dataclass
+@record
 class Selection:
     sessions: list[str] = field(default_factory=list)
     legacy_dsh: bool = False
@@ -88,7 +88,7 @@ class Selection:
                 "to": str(self.to) if self.to else None}
 
 
-@dataclass
+@record
 class PlanNamespace:
     source: str
     target: str
@@ -97,7 +97,7 @@ class PlanNamespace:
     tables: list[TableSummary]
 
 
-@dataclass
+@record
 class PlanGroup:
     source_db: str
     target_db: str
@@ -110,7 +110,7 @@ class PlanGroup:
     namespaces: list[PlanNamespace]
 
 
-@dataclass
+@record
 class Plan:
     selector: str
     source_db: str
@@ -124,7 +124,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class GroupResult:
     source_db: str
     target_db: str
@@ -134,7 +134,7 @@ class GroupResult:
     remapped: int
 
 
-@dataclass
+@record
 class RunResult:
     status: str  # "moved" | "nothing-to-do"
     journal: str | None
@@ -146,7 +146,7 @@ class RunResult:
     pruned_backups: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class RevertResult:
     status: str  # "reverted" | "restored" | "already-reverted"
     journal: str
@@ -159,7 +159,7 @@ class RevertResult:
 # Resolving a selection into groups
 
 
-@dataclass
+@record
 class _GroupSpec:
     target_bank: str
     target_namespace: str | None

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import BusyError, DataError
 from ..faults import fault
 from ..memory.banks import attach_readonly
+from ..record import field, record
 from ..report import Progress
 from .schema import (
     CHANNEL_COLUMN,
@@ -167,7 +167,7 @@ def read_rows(conn: sqlite3.Connection) -> list[list[Any]]:
         "old_scope, new_scope, channel_set, old_channel, new_channel FROM temp.mv ORDER BY seq")]
 
 
-@dataclass
+@record
 class TableSummary:
     table: str
     rows: int
@@ -201,7 +201,7 @@ def summarize(conn: sqlite3.Connection, schema: Schema) -> dict[str, list[TableS
 # Moving
 
 
-@dataclass
+@record
 class MoveOutcome:
     copied: dict[str, int] = field(default_factory=dict)
     already_there: int = 0

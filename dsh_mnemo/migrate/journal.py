@@ -15,13 +15,13 @@ import json
 import os
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import DataError, RefusedError
 from ..fsutil import atomic_write_text, file_lock
+from ..record import asdict, field, record
 
 JOURNAL_VERSION = 1
 
@@ -35,7 +35,7 @@ ROW_FIELDS = ("table", "key", "new_key", "owner",
 _INTERNED = frozenset(i for i, f in enumerate(ROW_FIELDS) if f not in ("key", "new_key"))
 
 
-@dataclass
+@record
 class RowMove:
     table: str
     key: Any  # key in the database the row leaves
@@ -74,7 +74,7 @@ def reverse_row(values: list[Any]) -> list[Any]:
             c_set, c_new, c_old]
 
 
-@dataclass
+@record
 class Group:
     index: int
     source_db: str
@@ -92,7 +92,7 @@ class Group:
     revert_missing: list[list[Any]] = field(default_factory=list)  # [table, key]
 
 
-@dataclass
+@record
 class Journal:
     id: str
     kind: str  # "migrate" | "adopt"

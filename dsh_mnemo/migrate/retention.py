@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import MnemoError
+from ..record import field, record
 from . import journal as journals
 from .journal import Journal
 
@@ -37,7 +37,7 @@ UNFINISHED = ("planned", "running", "reverting")
 NOT_SNAPSHOTS = ("hooks",)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Policy:
     keep_days: int = 30  # 0: no age limit
     keep_migrations: int = 10  # 0: no count limit
@@ -48,14 +48,14 @@ class Policy:
                    keep_migrations=int(settings["backups.keep_migrations"]))
 
 
-@dataclass
+@record
 class BackupFile:
     backup: str  # the snapshot file
     database: str | None  # the database it is a copy of (from the journal)
     bytes: int
 
 
-@dataclass
+@record
 class BackupSet:
     journal: str  # the journal id (the folder's name)
     kind: str | None  # "migrate" | "adopt"; None when no journal names the folder
@@ -74,7 +74,7 @@ class BackupSet:
     revert_command: str | None = None  # how this run can still be undone, if at all
 
 
-@dataclass
+@record
 class BackupsReport:
     backups_dir: str
     policy: dict[str, int]
@@ -83,7 +83,7 @@ class BackupsReport:
     due: int  # sets the policy would prune now
 
 
-@dataclass
+@record
 class PruneResult:
     dry_run: bool
     policy: dict[str, int]

@@ -22,7 +22,8 @@ conflicts, ...) are shared aggregates; they stay where they are.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+
+from ..record import field, record
 
 # Columns by which a row points at the memory it describes.
 REF_COLUMNS = ("memory_id", "source_memory_id", "source_msg_id")
@@ -36,7 +37,7 @@ TEXT_COLUMNS = ("content", "text", "value", "description", "instruction", "prefe
                 "object", "summary_preview", "edge_type")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Column:
     name: str
     decl_type: str
@@ -44,7 +45,7 @@ class Column:
     notnull: bool
 
 
-@dataclass
+@record
 class Table:
     name: str
     columns: list[Column]
@@ -74,7 +75,7 @@ class Table:
         return self.kind == "session" and self.key_is_text and self.ref_column is None
 
 
-@dataclass
+@record
 class Schema:
     tables: dict[str, Table] = field(default_factory=dict)
     shared: list[str] = field(default_factory=list)  # tables left in place

@@ -7,15 +7,15 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..record import field, record
 from . import client
 
 
-@dataclass
+@record
 class ServerState:
     running: bool
     pid: int | None = None

@@ -18,18 +18,18 @@ command again recognises it and writes the marker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
 from ..errors import RefusedError
 from ..faults import fault
+from ..record import record
 from . import identity
 from .index import Index, IndexData, WorkspaceEntry, mint_entry
 from .orphans import default_stats, workspace_rows
 
 
-@dataclass
+@record
 class AdoptResult:
     status: str  # "adopted" | "already-adopted"
     namespace: str
@@ -44,7 +44,7 @@ class AdoptResult:
     migrate_command: str | None = None  # set when rows were left for a later move
 
 
-@dataclass
+@record
 class RebindResult:
     status: str  # "rebound" | "already-bound"
     root: str

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ from .. import paths
 from ..config import Settings
 from ..errors import MnemoError, RefusedError
 from ..faults import fault
+from ..record import field, record
 from . import identity
 from .context import MemoryContext, hint_root_for, resolve_memory_context
 from .index import (
@@ -22,7 +22,7 @@ from .index import (
 )
 
 
-@dataclass
+@record
 class BindResult:
     status: str  # "bound" | "already-bound" | "declined"
     root: str
@@ -131,7 +131,7 @@ def declined_recently(index: Index, root: str, days: int) -> bool:
     return any(d.path == root and d.declinedAt >= horizon for d in index.peek().declined)
 
 
-@dataclass
+@record
 class StatusReport:
     mode: str
     bound: bool

@@ -9,11 +9,11 @@ mode, or a session-mode request without a session id, yields a context with
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
 from ..config import Settings
+from ..record import field, record
 from . import identity
 from .index import Index, WorkspaceEntry
 
@@ -23,7 +23,7 @@ REASON_UNBOUND = "unbound"
 REASON_NO_SESSION = "no-session"
 
 
-@dataclass
+@record
 class MemoryContext:
     mode: str  # "workspace" | "session"
     namespace: str | None

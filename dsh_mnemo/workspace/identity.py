@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
 from ..errors import DataError, RefusedError
 from ..fsutil import sha256_hex
+from ..record import field, record
 
 MARKER_NAME = ".mnemosyne-id"
 MARKER_PREFIX = "mnemosyne-workspace-v1:"
@@ -158,13 +158,13 @@ def write_marker(root: Path, workspace_uuid: str) -> Path:
     return target
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MarkerProblem:
     path: str
     reason: str
 
 
-@dataclass
+@record
 class Location:
     """Where the upward search from a directory ended."""
 

@@ -24,7 +24,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from .. import paths
 from ..errors import DataError
 from ..faults import fault
 from ..fsutil import atomic_write_text, file_lock, try_lock
+from ..record import asdict, field, fields, record
 from .identity import bank_for, is_workspace_namespace, namespace_for
 
 INDEX_VERSION = 1
@@ -54,7 +54,7 @@ def _as_ms(name: str, value: Any) -> int:
     return int(value)
 
 
-@dataclass
+@record
 class WorkspaceEntry:
     identityKey: str
     namespace: str
@@ -130,13 +130,13 @@ def mint_entry(identity_key: str, root: Path, *, namespace: str | None = None,
                           boundAt=now_ms() if bound_at is None else bound_at)
 
 
-@dataclass
+@record
 class DeclinedPath:
     path: str
     declinedAt: int
 
 
-@dataclass
+@record
 class IndexData:
     version: int = INDEX_VERSION
     workspaces: list[WorkspaceEntry] = field(default_factory=list)
@@ -181,7 +181,7 @@ class IndexData:
                 "declined": [asdict(d) for d in self.declined]}
 
 
-@dataclass
+@record
 class Recovery:
     """What happened when the index could not be read, and what was restored."""
 
@@ -517,7 +517,7 @@ class Index:
             return str(target)
 
 
-@dataclass
+@record
 class _Rebuilt:
     data: IndexData
     from_last_good: int = 0
@@ -536,7 +536,7 @@ NOTICES_FILE = "notices.json"
 NOTICES_KEPT = 50  # the newest notices kept in the file, seen or not
 
 
-@dataclass
+@record
 class Notice:
     id: str
     kind: str  # "index-recovered"

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
+from ..record import field, record
 from . import identity
 from . import orphans as orphan_scan
 from .index import Index, WorkspaceEntry
 from .orphans import Orphan
 
 
-@dataclass
+@record
 class WorkspaceRow:
     identity_key: str
     namespace: str
@@ -26,7 +26,7 @@ class WorkspaceRow:
     db_exists: bool
 
 
-@dataclass
+@record
 class WorkspacesReport:
     workspaces: list[WorkspaceRow]
     orphans: list[Orphan] = field(default_factory=list)

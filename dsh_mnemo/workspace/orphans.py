@@ -12,17 +12,17 @@ automatically.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
 from ..errors import MnemoError
 from ..memory.banks import NamespaceStats, namespace_stats
+from ..record import record
 from . import identity
 from .index import Index, IndexData, salvage_objects
 
 
-@dataclass
+@record
 class Orphan:
     namespace: str
     where: str  # "bank:<name>" or "default"
@@ -34,7 +34,7 @@ class Orphan:
     command: str | None = None  # what recovers it (adopt) or finishes it (migrate)
 
 
-@dataclass
+@record
 class Hint:
     """What a set-aside index file (or a DSH plugin's index) knew of a namespace."""
 

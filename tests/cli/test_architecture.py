@@ -21,7 +21,7 @@ PACKAGE = REPO_ROOT / "dsh_mnemo"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("dsh_mnemo", "dsh_mnemo.errors", "dsh_mnemo.paths", "dsh_mnemo.fsutil",
               "dsh_mnemo.config", "dsh_mnemo.faults", "dsh_mnemo.report", "dsh_mnemo.threads",
-              "dsh_mnemo.lazy_re",
+              "dsh_mnemo.lazy_re", "dsh_mnemo.record",
               "dsh_mnemo.server", "dsh_mnemo.server.client")),
     ("embeddings", ("dsh_mnemo.embed.*",)),
     ("bank files", ("dsh_mnemo.memory", "dsh_mnemo.memory.banks")),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from dsh_mnemo.hook.entry import parse_argv
 from dsh_mnemo.hook.events import BadEvent, decode_payload, parse_event
 from dsh_mnemo.hook.spool import Spool, Turn
 from dsh_mnemo.hook.strip import strip_injected
+from dsh_mnemo.record import fields as record_fields
 from tests.hook.conftest import EVENTS, HARNESSES, PAYLOADS, payload
 
 # ─── Events ────────────────────────────────────────────────────────────────
@@ -251,7 +252,7 @@ def test_a_spooled_turn_keeps_every_field_but_the_in_memory_flag() -> None:
                 claim_at=9, reply="With make release.", stale=True)
     data = turn.to_json()
     # a field added to Turn and forgotten in to_json would be lost on every save
-    assert set(data) == {f.name for f in fields(Turn)} - {"stale"}
+    assert set(data) == {f.name for f in record_fields(Turn)} - {"stale"}
     again = Turn.from_json(json.loads(json.dumps(data)))
     assert again == Turn(id="t1", text="deploy how?", cwd="/w", session_id="S", at=7,
                          claim_pid=42, claim_at=9, reply="With make release.")

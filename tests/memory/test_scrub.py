@@ -175,7 +175,8 @@ def test_the_linear_upstream_equivalents_match_upstream(text: str) -> None:
     assert upstream_findings(scrubbed) == detect_secrets(scrubbed)
 
 
-def test_importing_upstreams_filters_is_cheap_and_creates_nothing(tmp_path: Path) -> None:
+def test_importing_upstreams_filters_is_cheap_and_creates_nothing_but_its_cache(
+        tmp_path: Path) -> None:
     probe = tmp_path / "probe"
     home = probe / "home"
     home.mkdir(parents=True)
@@ -190,12 +191,15 @@ def test_importing_upstreams_filters_is_cheap_and_creates_nothing(tmp_path: Path
             "assert not [m for m in sys.modules if m.startswith('mnemosyne')], sys.modules\n"
             "assert 'sqlite3' not in sys.modules\n")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO_ROOT),
-           "PYTHONDONTWRITEBYTECODE": "1", "MNEMOSYNE_DATA_DIR": str(probe / "mnemosyne")}
+           "PYTHONDONTWRITEBYTECODE": "1", "MNEMOSYNE_DATA_DIR": str(probe / "mnemosyne"),
+           "MNEMO_DATA_DIR": str(probe / "data")}
     done = subprocess.run([sys.executable, "-c", code], cwd=probe, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.strip()) < 2.0
-    assert [p.name for p in probe.rglob("*")] == ["home"]
+    # the list of patterns is kept for the next process (`_kept_patterns`)
+    assert sorted(str(p.relative_to(probe)) for p in probe.rglob("*")) == [
+        "data", "data/cache", f"data/cache/{scrub_module.PATTERNS_CACHE}", "home"]
 
 
 # ─── Defects of the issue, by name ─────────────────────────────────────────
@@ -372,10 +376,11 @@ def test_the_module_imports_only_the_standard_library_and_upstreams_filters() ->
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
             imported.add(node.module or "")
     # `upstream_import`: standard library only, what every import of upstream goes through;
-    # `lazy_re`: standard library only, patterns compiled on first use.
-    assert imported == {"binascii", "os", "re", "sys", "collections.abc", "dataclasses",
+    # `lazy_re`: standard library only, patterns compiled on first use; `record`: the
+    # same, data classes; `paths` and `fsutil`: where upstream's patterns are kept.
+    assert imported == {"binascii", "os", "re", "sys", "collections.abc", "record",
                         "typing", "importlib.util", "mnemosyne.core.filters",
-                        "upstream_import", "lazy_re"}, imported
+                        "upstream_import", "lazy_re", "json", "paths", "fsutil"}, imported
 
 
 def test_upstreams_patterns_are_the_same_read_alone_or_imported(
@@ -394,6 +399,43 @@ def test_upstreams_patterns_are_the_same_read_alone_or_imported(
     monkeypatch.setattr(scrub_module, "_filters_alone", needs_its_package)
     assert list(scrub_module._upstream_patterns()) == list(SECRET_LABELED_PATTERNS)
     assert "mnemosyne.core.filters" in sys.modules
+
+
+def test_a_process_takes_upstreams_patterns_from_the_cache_only_while_its_file_is_unchanged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    cache = scrub_module._patterns_cache_path()
+    assert not cache.exists()
+    monkeypatch.delitem(sys.modules, "mnemosyne.core.filters")  # as in a new hook process
+    read_alone: list[int] = []
+    alone = scrub_module._filters_alone
+
+    def counted() -> object:
+        read_alone.append(1)
+        return alone()
+
+    monkeypatch.setattr(scrub_module, "_filters_alone", counted)
+    expected = [(label, source) for label, source in SECRET_LABELED_PATTERNS]
+    assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected
+    assert read_alone == [1] and cache.stat().st_mode & 0o777 == 0o600
+    assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected  # the cache's
+    assert read_alone == [1]
+    kept = json.loads(cache.read_text())
+    entry = kept[sys.prefix]
+    assert Path(entry["source"]).name == "filters.py"
+    # the source changed since (an upgrade of upstream): read again, and kept again
+    entry["stamp"][1] -= 1
+    entry["patterns"] = [["made_up", "x"]]
+    cache.write_text(json.dumps(kept))
+    assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected
+    assert read_alone == [1, 1]
+    # a damaged cache file is only a cache
+    for damaged in ("not json", "[]", json.dumps({sys.prefix: {"source": 3}}),
+                    json.dumps({sys.prefix: dict(entry, patterns=[[1, 2]])})):
+        cache.write_text(damaged)
+        assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected
+    assert read_alone == [1, 1, 1, 1, 1, 1]
 
 
 def test_only_unvetted_upstream_patterns_are_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
