@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from array import array
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -203,7 +202,8 @@ class _Matrix:
     ids: list[str]
     index: dict[str, int]
     # (capacity, dim) float32 numpy, rows [:len(ids)] live; or, searched without
-    # numpy (`flat.wanted`), one flat `array('f')` of exactly len(ids) rows
+    # numpy (`flat.wanted`), one flat float32 `array('f')` (or a memoryview mapped from
+    # its file) of exactly len(ids) rows
     buffer: Any
     dim: int
     files: tuple[Any, ...]  # the bank's files as last seen (stat)
@@ -383,7 +383,7 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
     known = [(cached.index[i], b) for i, b in zip(ids, blobs, strict=True) if i in cached.index]
     fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
     if cached.flat:
-        buffer = array("f", cached.buffer)  # a copy: a search may be reading the old one
+        buffer = flat.copy(cached.buffer)  # a copy: a search may be reading the old one
         for at, b in known:
             buffer[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
         if fresh:

@@ -71,8 +71,8 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
          flat_if: Callable[[int], bool] | None = None) -> dict[str, Any] | None:
     """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None.
 
-    A file of N vectors where `flat_if(N)` (`embed.flat.wanted`) is read
-    instead, into one flat `array('f')` of its rows: no numpy."""
+    A file of N vectors where `flat_if(N)` (`embed.flat.wanted`) is mapped
+    as one flat float32 memoryview of its rows instead: no numpy."""
     path = path_for(key, base)
     try:
         with open(path, "rb") as fh:
@@ -87,8 +87,7 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
                     or total != offset + capacity * dim * 4):
                 return None
             if flat_if is not None and flat_if(rows):
-                fh.seek(offset)
-                buffer: Any = flat.read_rows(fh, rows * dim)  # EOFError: a short file
+                buffer: Any = flat.map_rows(fh, offset, rows * dim)  # EOFError: a short file
             else:
                 import numpy as np
 

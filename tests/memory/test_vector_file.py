@@ -131,8 +131,8 @@ def test_a_file_of_another_model_goes_when_the_namespace_gets_a_new_one(
 
 
 
-def test_a_small_file_read_without_numpy_holds_the_same_vectors(tmp_path: Path) -> None:
-    from array import array
+def test_a_small_file_mapped_without_numpy_holds_the_same_vectors(tmp_path: Path) -> None:
+    from dsh_mnemo.embed import flat
 
     db = _bank(tmp_path)
     matrix = _matrix(5)
@@ -140,9 +140,23 @@ def test_a_small_file_read_without_numpy_holds_the_same_vectors(tmp_path: Path) 
     assert vector_file.write(_key(db), ids, matrix, FILES, COUNTS) is not None
     found = vector_file.read(_key(db), flat_if=lambda rows: rows <= 5)
     assert found is not None and found["ids"] == ids and found["counts"] == COUNTS
-    assert isinstance(found["buffer"], array) and len(found["buffer"]) == 5 * 8
-    assert np.array_equal(np.frombuffer(found["buffer"], dtype=np.float32).reshape(5, 8),
-                          matrix)
+    buffer = found["buffer"]
+    # the rows as a float32 view of a private mapping of the file: nothing copied
+    assert isinstance(buffer, memoryview) and buffer.format == "f" and flat.is_flat(buffer)
+    assert len(buffer) == 5 * 8
+    assert np.array_equal(np.frombuffer(buffer, dtype=np.float32).reshape(5, 8), matrix)
+    assert list(flat.row(buffer, 8, 3)) == [float(v) for v in matrix[3]]
+    own = flat.copy(buffer)
+    assert own == flat.from_blobs([matrix.astype("<f4").tobytes()], 8)
+    # written to, the view changes this process's pages only, never the file
+    buffer[0] = 42.0
+    again = vector_file.read(_key(db), flat_if=lambda rows: rows <= 5)
+    assert again is not None and again["buffer"][0] == float(matrix[0][0]) != 42.0
+    # a file shorter than its header says is not used
+    path = vector_file.path_for(_key(db))
+    path.write_bytes(path.read_bytes()[:-4 * 8 * 130])
+    assert vector_file.read(_key(db), flat_if=lambda rows: rows <= 5) is None
+    assert vector_file.write(_key(db), ids, matrix, FILES, COUNTS) is not None
     # one row more than flat_if takes: mapped as before
     mapped = vector_file.read(_key(db), flat_if=lambda rows: rows <= 4)
     assert mapped is not None and isinstance(mapped["buffer"], np.memmap)
