@@ -33,22 +33,38 @@ from typing import Any
 
 _ROW_MAJOR = 101
 _NO_TRANS = 111
-# (sgemv, sdot, integer type) as each numpy build exports them
-_SYMBOLS = (("scipy_cblas_sgemv64_", "scipy_cblas_sdot64_", ctypes.c_int64),
-            ("cblas_sgemv64_", "cblas_sdot64_", ctypes.c_int64),
-            ("scipy_cblas_sgemv", "scipy_cblas_sdot", ctypes.c_int),
-            ("cblas_sgemv", "cblas_sdot", ctypes.c_int))
+# (sgemv, sdot, dsdot, integer type) as each numpy build exports them
+_SYMBOLS = (("scipy_cblas_sgemv64_", "scipy_cblas_sdot64_", "scipy_cblas_dsdot64_",
+             ctypes.c_int64),
+            ("cblas_sgemv64_", "cblas_sdot64_", "cblas_dsdot64_", ctypes.c_int64),
+            ("scipy_cblas_sgemv", "scipy_cblas_sdot", "scipy_cblas_dsdot", ctypes.c_int),
+            ("cblas_sgemv", "cblas_sdot", "cblas_dsdot", ctypes.c_int))
 _PATTERNS = (("numpy.libs", "*openblas*.so*"), ("numpy", ".dylibs", "*openblas*.dylib"),
              ("numpy", ".libs", "*openblas*.so*"))
 
 
 class Blas:
-    """The two routines of a loaded BLAS library that a search needs."""
+    """The routines of a loaded BLAS library that a search needs (`dsdot`, the
+    float32 dot product summed in double precision, may be missing: None)."""
 
-    def __init__(self, path: str, gemv: Any, dot: Any) -> None:
+    def __init__(self, path: str, gemv: Any, dot: Any, dsdot: Any = None) -> None:
         self.path = path
         self._gemv = gemv
         self._dot = dot
+        self._dsdot = dsdot
+
+    def sums(self, values: array) -> tuple[float, float] | None:
+        """(sum, sum of squares) of `values` (float32), summed in double precision;
+        None without `dsdot`."""
+        if self._dsdot is None:
+            return None
+        n = len(values)
+        if n == 0:
+            return 0.0, 0.0
+        at = values.buffer_info()[0]
+        ones = array("f", [1.0]) * n
+        return (float(self._dsdot(n, at, 1, ones.buffer_info()[0], 1)),
+                float(self._dsdot(n, at, 1, at, 1)))
 
     def scores(self, matrix: Any, rows: int, dim: int, query: array) -> array:
         """`matrix` (`rows` x `dim` float32, row-major: an `array('f')` or any
@@ -99,7 +115,7 @@ def load() -> Blas | None:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for gemv_name, dot_name, integer in _SYMBOLS:
+        for gemv_name, dot_name, dsdot_name, integer in _SYMBOLS:
             gemv = getattr(lib, gemv_name, None)
             dot = getattr(lib, dot_name, None)
             if gemv is None or dot is None:
@@ -110,7 +126,11 @@ def load() -> Blas | None:
                              ctypes.c_float, ctypes.c_void_p, integer]
             dot.restype = ctypes.c_float
             dot.argtypes = [integer, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
-            return Blas(path, gemv, dot)
+            dsdot = getattr(lib, dsdot_name, None)
+            if dsdot is not None:
+                dsdot.restype = ctypes.c_double
+                dsdot.argtypes = [integer, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
+            return Blas(path, gemv, dot, dsdot)
     return None
 
 

@@ -202,8 +202,8 @@ class _Matrix:
     ids: list[str]
     index: dict[str, int]
     # (capacity, dim) float32 numpy, rows [:len(ids)] live; or, searched without
-    # numpy (`flat.wanted`), one flat float32 `array('f')` (or a memoryview mapped from
-    # its file) of exactly len(ids) rows
+    # numpy (`flat.wanted`), one flat float32 `array('f')` of exactly len(ids) rows,
+    # or a float32 memoryview mapped from its file, rows [:len(ids)] live
     buffer: Any
     dim: int
     files: tuple[Any, ...]  # the bank's files as last seen (stat)
@@ -216,7 +216,10 @@ class _Matrix:
         return flat.is_flat(self.buffer)
 
     def view(self) -> Any:
-        return self.buffer if self.flat else self.buffer[:len(self.ids)]
+        if not self.flat:
+            return self.buffer[:len(self.ids)]
+        return self.buffer[:len(self.ids) * self.dim] \
+            if isinstance(self.buffer, memoryview) else self.buffer
 
 
 _matrices: dict[tuple[str, str, str, bool], _Matrix] = {}
@@ -382,8 +385,18 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
     have, dim = len(cached.ids), cached.dim
     known = [(cached.index[i], b) for i, b in zip(ids, blobs, strict=True) if i in cached.index]
     fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
-    if cached.flat:
-        buffer = flat.copy(cached.buffer)  # a copy: a search may be reading the old one
+    if cached.flat and isinstance(cached.buffer, memoryview) \
+            and (have + len(fresh)) * dim <= len(cached.buffer):
+        # Mapped from its file (a hook process, which searches one prompt at a time):
+        # written into the mapping's private pages and its room, as numpy's mapping is.
+        buffer = cached.buffer
+        for at, b in known:
+            buffer[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
+        if fresh:
+            buffer[have * dim:(have + len(fresh)) * dim] = \
+                flat.from_blobs([b for _, b in fresh], dim)
+    elif cached.flat:
+        buffer = flat.copy(cached.view())  # a copy: a search may be reading the old one
         for at, b in known:
             buffer[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
         if fresh:
@@ -420,7 +433,7 @@ def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | 
     if found is None:
         return None
     ids = found["ids"]
-    index = {i: n for n, i in enumerate(ids)}
+    index = dict(zip(ids, range(len(ids)), strict=True))
     if len(index) != len(ids):
         return None  # an id twice: not a matrix this module wrote
     return _keep(key, _Matrix(ids, index, found["buffer"], found["dim"], found["files"],

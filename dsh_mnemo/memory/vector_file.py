@@ -72,7 +72,8 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
     """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None.
 
     A file of N vectors where `flat_if(N)` (`embed.flat.wanted`) is mapped
-    as one flat float32 memoryview of its rows instead: no numpy."""
+    as one flat float32 memoryview instead (no numpy), of its whole capacity
+    as numpy's mapping is: the first N rows are the vectors."""
     path = path_for(key, base)
     try:
         with open(path, "rb") as fh:
@@ -87,7 +88,8 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
                     or total != offset + capacity * dim * 4):
                 return None
             if flat_if is not None and flat_if(rows):
-                buffer: Any = flat.map_rows(fh, offset, rows * dim)  # EOFError: a short file
+                # the room too, as numpy's mapping: rows brought in later are written there
+                buffer: Any = flat.map_rows(fh, offset, capacity * dim)
             else:
                 import numpy as np
 

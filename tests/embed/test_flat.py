@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import subprocess
@@ -22,7 +23,7 @@ def random_unit(rng: random.Random, dim: int) -> list[float]:
     return [v / norm for v in values]
 
 
-@pytest.mark.parametrize("rows", [1, 2, 7, 300])
+@pytest.mark.parametrize("rows", [1, 2, 7, 300, 5000])
 def test_scores_top_and_stats_match_numpy(rows: int) -> None:
     rng = random.Random(rows)
     dim = 384
@@ -47,6 +48,47 @@ def test_ties_keep_the_lower_position_first() -> None:
     assert flat.top(array("f", [0.5, 0.9, 0.5, 0.9, 0.1]), 4) == [1, 3, 0, 2]
     assert flat.top(array("f", [0.2]), 3) == [0]
     assert flat.top(array("f", []), 3) == []
+    # many values (the cutoff first, then the positions reaching it): the same rule
+    rng = random.Random(7)
+    many = array("f", [rng.choice([0.1, 0.5, 0.7, 0.9]) for _ in range(5000)])
+    for k in (1, 5, 15, 1400):
+        assert flat.top(many, k) == sorted(range(len(many)), key=lambda i: -many[i])[:k]
+
+
+def test_the_sums_of_the_stats_from_blas_are_all_but_exact(monkeypatch) -> None:
+    """Far closer to the exact sums than numpy's float32 mean and std (about 1e-7
+    off), which the resident server's gate reads: a cold and a warm prompt agree."""
+    from dsh_mnemo.embed import blas
+
+    library = blas.get()
+    assert library is not None and library.sums(array("f")) == (0.0, 0.0)
+    rng = random.Random(3)
+    values = array("f", [rng.uniform(0.6, 0.95) for _ in range(100_000)])
+    total, squares = library.sums(values)  # type: ignore[misc]
+    assert total == pytest.approx(math.fsum(values), rel=1e-8)
+    assert squares == pytest.approx(math.fsum(v * v for v in values), rel=1e-8)
+    with_blas = flat.stats(values)
+    monkeypatch.setattr(blas, "_loaded", [None])
+    exact = flat.stats(values)
+    assert with_blas[0] == exact[0]
+    assert with_blas[1:] == pytest.approx(exact[1:], rel=1e-6)
+    as_numpy = np.asarray(values, dtype=np.float32)
+    assert abs(with_blas[1] - math.fsum(values) / len(values)) < \
+        abs(float(as_numpy.mean()) - math.fsum(values) / len(values)) + 1e-12
+
+
+def test_rows_are_mapped_from_their_file_without_a_copy(tmp_path) -> None:
+    values = np.asarray([1.5, -2.25, 3.0, 0.5], dtype="<f4")
+    stored = tmp_path / "rows"
+    stored.write_bytes(b"head" + values.tobytes())
+    with open(stored, "rb") as handle:
+        mapped = flat.map_rows(handle, 4, 4)
+    assert isinstance(mapped, memoryview) and flat.is_flat(mapped)
+    assert list(mapped) == values.tolist() and list(flat.copy(mapped)) == values.tolist()
+    mapped[0] = 9.0  # private pages: the file stays as it was
+    assert stored.read_bytes()[4:8] == values[:1].tobytes()
+    with open(stored, "rb") as handle, pytest.raises(EOFError):
+        flat.map_rows(handle, 4, 5)  # a file cut short is not a matrix
 
 
 def test_unit_dot_and_bytes_round_trip() -> None:
