@@ -970,17 +970,21 @@ def _upstream_patterns() -> Any:
     return module.SECRET_LABELED_PATTERNS
 
 
-# The patterns as the last process read them from upstream's `filters.py`, per
-# Python environment (`sys.prefix`), with that file's path, size and mtime:
-# a process takes them only while the file is the same.  A cache: any doubt
-# (no file, another shape, a changed or missing source) reads the source again.
-PATTERNS_CACHE = "upstream-secret-patterns.json"
+# The patterns as the last process read them from upstream's `filters.py`, with
+# that file's path, size and mtime: a process takes them only while the file is
+# the same.  One file per Python environment (`sys.prefix`), so two that share a
+# data dir keep their own.  A cache (`fsutil.read_json_cache`): any doubt (no
+# file, another shape, a changed or missing source) reads the source again.
+PATTERNS_CACHE = "upstream-secret-patterns"
+_PATTERNS_VERSION = 1
 
 
 def _patterns_cache_path() -> Any:
+    from ..fsutil import fnv64
     from ..paths import data_dir
 
-    return data_dir() / "cache" / PATTERNS_CACHE
+    environment = fnv64(sys.prefix.encode("utf-8", "surrogatepass"))
+    return data_dir() / "cache" / f"{PATTERNS_CACHE}-{environment:016x}.json"
 
 
 def _source_stamp(path: str) -> list[int] | None:
@@ -992,26 +996,23 @@ def _source_stamp(path: str) -> list[int] | None:
 
 
 def _kept_patterns() -> list[tuple[str, str]] | None:
-    import json
+    from ..fsutil import read_json_cache
 
-    try:
-        with open(_patterns_cache_path(), "rb") as handle:
-            entry = json.loads(handle.read()).get(sys.prefix)
-        if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
-            return None
-        if entry.get("stamp") != _source_stamp(entry["source"]):
-            return None
-        pairs = [(label, source) for label, source in entry["patterns"]
-                 if isinstance(label, str) and isinstance(source, str)]
-        return pairs if len(pairs) == len(entry["patterns"]) else None
-    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+    kept = read_json_cache(_patterns_cache_path(),
+                           {"version": _PATTERNS_VERSION, "prefix": sys.prefix}, limit=1 << 20)
+    if kept is None or not isinstance(kept.get("source"), str) \
+            or kept.get("stamp") != _source_stamp(kept["source"]):
         return None
+    patterns = kept.get("patterns")
+    if not isinstance(patterns, list):
+        return None
+    pairs = [(p[0], p[1]) for p in patterns if isinstance(p, list) and len(p) == 2
+             and isinstance(p[0], str) and isinstance(p[1], str)]
+    return pairs if len(pairs) == len(patterns) else None
 
 
 def _keep_patterns(module: Any) -> None:
-    import json
-
-    from ..fsutil import write_cache_file
+    from ..fsutil import keep_json_cache
 
     source = getattr(module, "__file__", None)
     stamp = _source_stamp(source) if isinstance(source, str) else None
@@ -1020,18 +1021,11 @@ def _keep_patterns(module: Any) -> None:
     try:
         patterns = [[str(label), str(pattern)] for label, pattern in
                     module.SECRET_LABELED_PATTERNS]
-        path = _patterns_cache_path()
-        try:
-            with open(path, "rb") as handle:
-                kept = json.loads(handle.read())
-            if not isinstance(kept, dict):
-                kept = {}
-        except (OSError, ValueError):
-            kept = {}
-        kept[sys.prefix] = {"source": source, "stamp": stamp, "patterns": patterns}
-        write_cache_file(path, json.dumps(kept).encode())
-    except (OSError, ValueError, TypeError):
-        pass  # a cache: the next process reads the source again
+    except (TypeError, ValueError):
+        return  # not pairs: the next process reads the source again
+    keep_json_cache(_patterns_cache_path(), {"version": _PATTERNS_VERSION,
+                                             "prefix": sys.prefix, "source": source,
+                                             "stamp": stamp, "patterns": patterns})
 
 
 def _filters_alone() -> Any:

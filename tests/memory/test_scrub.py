@@ -176,7 +176,7 @@ def test_the_linear_upstream_equivalents_match_upstream(text: str) -> None:
 
 
 def test_importing_upstreams_filters_is_cheap_and_creates_nothing_but_its_cache(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     probe = tmp_path / "probe"
     home = probe / "home"
     home.mkdir(parents=True)
@@ -197,9 +197,12 @@ def test_importing_upstreams_filters_is_cheap_and_creates_nothing_but_its_cache(
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.strip()) < 2.0
-    # the list of patterns is kept for the next process (`_kept_patterns`)
+    # the list of patterns is kept for the next process (`_kept_patterns`), in this
+    # Python environment's file
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(probe / "data"))
+    kept = scrub_module._patterns_cache_path()
     assert sorted(str(p.relative_to(probe)) for p in probe.rglob("*")) == [
-        "data", "data/cache", f"data/cache/{scrub_module.PATTERNS_CACHE}", "home"]
+        "data", "data/cache", str(kept.relative_to(probe)), "home"]
 
 
 # ─── Defects of the issue, by name ─────────────────────────────────────────
@@ -380,7 +383,7 @@ def test_the_module_imports_only_the_standard_library_and_upstreams_filters() ->
     # same, data classes; `paths` and `fsutil`: where upstream's patterns are kept.
     assert imported == {"binascii", "os", "re", "sys", "collections.abc", "record",
                         "typing", "importlib.util", "mnemosyne.core.filters",
-                        "upstream_import", "lazy_re", "json", "paths", "fsutil"}, imported
+                        "upstream_import", "lazy_re", "paths", "fsutil"}, imported
 
 
 def test_upstreams_patterns_are_the_same_read_alone_or_imported(
@@ -421,21 +424,22 @@ def test_a_process_takes_upstreams_patterns_from_the_cache_only_while_its_file_i
     assert read_alone == [1] and cache.stat().st_mode & 0o777 == 0o600
     assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected  # the cache's
     assert read_alone == [1]
-    kept = json.loads(cache.read_text())
-    entry = kept[sys.prefix]
-    assert Path(entry["source"]).name == "filters.py"
+    entry = json.loads(cache.read_text())
+    assert entry["prefix"] == sys.prefix and Path(entry["source"]).name == "filters.py"
     # the source changed since (an upgrade of upstream): read again, and kept again
     entry["stamp"][1] -= 1
     entry["patterns"] = [["made_up", "x"]]
-    cache.write_text(json.dumps(kept))
+    cache.write_text(json.dumps(entry))
     assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected
     assert read_alone == [1, 1]
-    # a damaged cache file is only a cache
-    for damaged in ("not json", "[]", json.dumps({sys.prefix: {"source": 3}}),
-                    json.dumps({sys.prefix: dict(entry, patterns=[[1, 2]])})):
+    entry = json.loads(cache.read_text())
+    # a damaged cache file, or another Python environment's, is only a cache
+    for damaged in ("not json", "[]", json.dumps(dict(entry, source=3)),
+                    json.dumps(dict(entry, patterns=[[1, 2]])),
+                    json.dumps(dict(entry, prefix=sys.prefix + "-other"))):
         cache.write_text(damaged)
         assert [tuple(p) for p in scrub_module._upstream_patterns()] == expected
-    assert read_alone == [1, 1, 1, 1, 1, 1]
+    assert read_alone == [1, 1, 1, 1, 1, 1, 1]
 
 
 def test_only_unvetted_upstream_patterns_are_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
