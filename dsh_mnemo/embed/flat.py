@@ -101,15 +101,14 @@ def map_rows(handle: Any, offset: int, count: int) -> Any:
     size = os.fstat(handle.fileno()).st_size
     if offset + 4 * count > size:
         raise EOFError("the file holds fewer values")
-    if not _LITTLE or count == 0:
-        handle.seek(offset)
-        return read_rows(handle, count)
-    try:
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-    except (OSError, ValueError):
-        handle.seek(offset)
-        return read_rows(handle, count)
-    return memoryview(mapped)[offset:offset + 4 * count].cast("f")
+    if _LITTLE and count:
+        try:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+            return memoryview(mapped)[offset:offset + 4 * count].cast("f")
+        except (OSError, ValueError):
+            pass  # read instead
+    handle.seek(offset)
+    return read_rows(handle, count)
 
 
 def copy(matrix: Any) -> array:

@@ -385,22 +385,21 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
     have, dim = len(cached.ids), cached.dim
     known = [(cached.index[i], b) for i, b in zip(ids, blobs, strict=True) if i in cached.index]
     fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
-    if cached.flat and isinstance(cached.buffer, memoryview) \
-            and (have + len(fresh)) * dim <= len(cached.buffer):
-        # Mapped from its file (a hook process, which searches one prompt at a time):
-        # written into the mapping's private pages and its room, as numpy's mapping is.
-        buffer = cached.buffer
+    if cached.flat:
+        # Mapped from its file (a hook process, which searches one prompt at a time),
+        # with room: written into the mapping's private pages, as numpy's mapping is;
+        # otherwise into a copy (a search may be reading the old one).
+        in_place = isinstance(cached.buffer, memoryview) \
+            and (have + len(fresh)) * dim <= len(cached.buffer)
+        buffer = cached.buffer if in_place else flat.copy(cached.view())
         for at, b in known:
             buffer[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
         if fresh:
-            buffer[have * dim:(have + len(fresh)) * dim] = \
-                flat.from_blobs([b for _, b in fresh], dim)
-    elif cached.flat:
-        buffer = flat.copy(cached.view())  # a copy: a search may be reading the old one
-        for at, b in known:
-            buffer[at * dim:(at + 1) * dim] = flat.from_blobs([b], dim)
-        if fresh:
-            buffer.extend(flat.from_blobs([b for _, b in fresh], dim))
+            added = flat.from_blobs([b for _, b in fresh], dim)
+            if in_place:
+                buffer[have * dim:(have + len(fresh)) * dim] = added
+            else:
+                buffer.extend(added)
     else:
         from ..embed.vectors import stack
 
