@@ -34,8 +34,14 @@ here once.  It imports nothing from mnemo, so it sits at the bottom of the
 layers.
 """
 
-import os
 import sys
+
+try:
+    # The C half of `os`, loaded with the interpreter: importing `os` itself
+    # (its `_collections_abc`, `posixpath`) is about 0.7 ms of a turn end's 10.
+    import posix as _os
+except ImportError:  # no POSIX, no unix socket: the in-process path answers
+    import os as _os
 
 PROTOCOL = b"mnemo-hook/1"
 RUN_DIR = "run"
@@ -78,6 +84,23 @@ ENV_IGNORED = ("MNEMO_BIN", "MNEMO_HOOK_WRAPPER_TIMEOUT", "MNEMO_HOOK_TEST_DELAY
                "MNEMOSYNE_NO_EMBEDDINGS")
 
 
+_FS_CODEC = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _fsencode(text: str) -> bytes:
+    """`os.fsencode` of a str, without `os`."""
+    return text.encode(*_FS_CODEC)
+
+
+def _fsdecode(raw: bytes) -> str:
+    return raw.decode(*_FS_CODEC)
+
+
+def _join(folder: str, name: str) -> str:
+    """`os.path.join(folder, name)` for a plain `name`, without `os`."""
+    return folder + name if not folder or folder.endswith("/") else f"{folder}/{name}"
+
+
 def forwarded(environ: dict[str, str]) -> dict[str, str]:
     """The part of `environ` sent with every request."""
     return {k: v for k, v in environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
@@ -91,7 +114,7 @@ def environment_key(environ: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def run_dir(data_dir: str) -> str:
-    return os.path.join(data_dir, RUN_DIR)
+    return _join(data_dir, RUN_DIR)
 
 
 def socket_address(folder: str) -> tuple[str, int | None]:
@@ -100,9 +123,11 @@ def socket_address(folder: str) -> tuple[str, int | None]:
     A unix socket path is limited to about 100 bytes; a longer data dir is
     reached through a short `/proc/self/fd/N/` alias of its run directory.
     """
-    path = os.path.join(folder, SOCKET_NAME)
-    if len(os.fsencode(path)) < 100:
+    path = _join(folder, SOCKET_NAME)
+    if len(_fsencode(path)) < 100:
         return path, None
+    import os
+
     fd = os.open(folder, os.O_RDONLY | getattr(os, "O_PATH", 0) | os.O_DIRECTORY)
     alias = f"/proc/self/fd/{fd}/{SOCKET_NAME}"
     if not os.path.isdir(f"/proc/self/fd/{fd}"):
@@ -120,9 +145,9 @@ def encode_request(fields: dict[str, str], environ: dict[str, str], body: bytes)
     """
     items: list[bytes] = []
     for key, value in fields.items():
-        items += [key.encode(), os.fsencode(value)]
+        items += [key.encode(), _fsencode(value)]
     for key, value in environ.items():
-        items += [b"env", os.fsencode(key) + b"=" + os.fsencode(value)]
+        items += [b"env", _fsencode(key) + b"=" + _fsencode(value)]
     header = b"\0".join(items)
     return PROTOCOL + b" " + str(len(header)).encode() + b"\n" + header + body
 
@@ -140,7 +165,7 @@ def decode_request(data: bytes) -> tuple[dict[str, str], dict[str, str], bytes]:
     fields: dict[str, str] = {}
     environ: dict[str, str] = {}
     for key, value in zip(items[0::2], items[1::2], strict=True):
-        label, text = key.decode("ascii", "replace"), os.fsdecode(value)
+        label, text = key.decode("ascii", "replace"), _fsdecode(value)
         if label == "env":
             k, _, v = text.partition("=")
             environ[k] = v
@@ -152,6 +177,7 @@ def decode_request(data: bytes) -> tuple[dict[str, str], dict[str, str], bytes]:
 def server_running(folder: str) -> bool:
     """Does a server (or one starting up) hold the server lock of `folder`?"""
     import fcntl
+    import os
 
     try:
         fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY)
@@ -172,6 +198,8 @@ def spawn_server(data_dir: str, environ: dict[str, str], python: str | None = No
     Double fork: the server belongs to no harness's session or process
     group, has stdio on /dev/null, and is nobody's child to wait for.
     """
+    import os
+
     if server_running(run_dir(data_dir)):
         return False
     argv = [python or sys.executable, "-m", "dsh_mnemo", "serve", "--foreground",
@@ -206,14 +234,14 @@ def process_age() -> float:
         started_ticks = int(fields[19])  # field 22 of stat(5), after the comm field
         with open("/proc/uptime", "rb") as handle:
             uptime = float(handle.read().split()[0])
-        return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
+        return max(0.0, uptime - started_ticks / _os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return 0.0
 
 
 def _deadline(folder: str) -> float:
     try:
-        with open(os.path.join(folder, CONF_NAME), "rb") as handle:
+        with open(_join(folder, CONF_NAME), "rb") as handle:
             for line in handle.read().decode("ascii", "replace").splitlines():
                 key, _, value = line.partition("=")
                 if key.strip() == "deadline_seconds":
@@ -236,7 +264,7 @@ def read_fd(fd: int, until: float, clock: object, limit: int = MAX_STDIN_BYTES) 
             ready, _, _ = select.select([fd], [], [], max(0.0, remaining))
             if not ready:
                 break  # nothing more before the deadline: work with what came
-            chunk = os.read(fd, 1 << 20)
+            chunk = _os.read(fd, 1 << 20)
         except InterruptedError:
             continue
         except OSError:
@@ -250,7 +278,7 @@ def read_fd(fd: int, until: float, clock: object, limit: int = MAX_STDIN_BYTES) 
 
 def _read_stdin(until: float, clock: object) -> bytes:
     try:
-        if os.isatty(0):
+        if _os.isatty(0):
             return b""
     except OSError:
         return b""
@@ -268,7 +296,7 @@ def ask(folder: str, request: bytes, until: float, clock: object) -> bytes | Non
         sock.settimeout(max(0.001, until - clock()))  # type: ignore[operator]
         sock.connect(address)
         if fd is not None:
-            os.close(fd)
+            _os.close(fd)
             fd = None
         view = memoryview(request)
         while view:
@@ -287,7 +315,7 @@ def ask(folder: str, request: bytes, until: float, clock: object) -> bytes | Non
     finally:
         sock.close()
         if fd is not None:
-            os.close(fd)
+            _os.close(fd)
     answer = b"".join(chunks)
     return answer[len(OK):] if answer.startswith(OK) else None
 
@@ -295,37 +323,39 @@ def ask(folder: str, request: bytes, until: float, clock: object) -> bytes | Non
 def fall_back(mnemo_bin: str, event: str, harness: str, data_dir: str, body: bytes) -> None:
     """Become `mnemo hook …` with `body` as stdin; returns only if that cannot start."""
     try:
-        if hasattr(os, "memfd_create"):
-            fd = os.memfd_create("mnemo-event")
+        if hasattr(_os, "memfd_create"):
+            fd = _os.memfd_create("mnemo-event")
         else:
             import tempfile
 
             fd, name = tempfile.mkstemp(prefix=".event-", dir=run_dir(data_dir))
-            os.unlink(name)
+            _os.unlink(name)
         view = memoryview(body)
         while view:
-            view = view[os.write(fd, view):]
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.dup2(fd, 0)
-        os.close(fd)
-        os.environ.setdefault("MNEMO_DATA_DIR", data_dir)
-        os.execv(mnemo_bin, [mnemo_bin, "hook", event, "--harness", harness,
-                             "--start-server"])
+            view = view[_os.write(fd, view):]
+        _os.lseek(fd, 0, 0)  # SEEK_SET
+        _os.dup2(fd, 0)
+        _os.close(fd)
+        environ = dict(_os.environ)  # bytes to bytes, as the process got it
+        environ.setdefault(b"MNEMO_DATA_DIR", _fsencode(data_dir))
+        _os.execve(mnemo_bin, [mnemo_bin, "hook", event, "--harness", harness,
+                               "--start-server"], environ)
     except OSError:
         return
 
 
 def _recently_hung(folder: str, now: float) -> bool:
     try:
-        return now - os.stat(os.path.join(folder, HUNG_NAME)).st_mtime < HUNG_SKIP_SECONDS
+        return now - _os.stat(_join(folder, HUNG_NAME)).st_mtime < HUNG_SKIP_SECONDS
     except OSError:
         return False
 
 
 def _mark_hung(folder: str) -> None:
     try:
-        os.close(os.open(os.path.join(folder, HUNG_NAME), os.O_WRONLY | os.O_CREAT, 0o600))
-        os.utime(os.path.join(folder, HUNG_NAME))
+        path = _join(folder, HUNG_NAME)
+        _os.close(_os.open(path, _os.O_WRONLY | _os.O_CREAT, 0o600))
+        _os.utime(path)
     except OSError:
         pass
 
@@ -334,11 +364,16 @@ def _neutral(event: str, harness: str) -> bytes:
     return b"{}\n" if harness == "codex" and event == "turn-end" else b""
 
 
+def _environment() -> dict[str, str]:
+    """`os.environ`, as a dict (it decodes the process's bytes the same way)."""
+    return {_fsdecode(k): _fsdecode(v) for k, v in _os.environ.items()}
+
+
 def _write_out(data: bytes) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(1, view):]
+            view = view[_os.write(1, view):]
     except OSError:
         pass
 
@@ -348,7 +383,7 @@ def main(argv: list[str]) -> None:
 
     started = monotonic() - process_age()
     if len(argv) < 5:
-        os._exit(0)
+        _os._exit(0)
     event, harness, mnemo_bin, data_dir = argv[1:5]
     folder = run_dir(data_dir)
     deadline = _deadline(folder)
@@ -358,15 +393,15 @@ def main(argv: list[str]) -> None:
     try:
         if len(body) <= MAX_STDIN_BYTES and not _recently_hung(folder, time()):
             try:
-                cwd = os.getcwd()
+                cwd = _os.getcwd()
             except OSError:
                 cwd = ""
             request = encode_request(
                 # `until` (epoch seconds): past it this client has given up and
                 # answered through its fallback, so the server must not act on it.
                 {"event": event, "harness": harness, "cwd": cwd,
-                 "until": repr(time() + until - monotonic()), "pid": str(os.getpid())},
-                forwarded(dict(os.environ)), body)
+                 "until": repr(time() + until - monotonic()), "pid": str(_os.getpid())},
+                forwarded(_environment()), body)
             answer = ask(folder, request, until, monotonic)
             if answer is None and monotonic() >= until:
                 _mark_hung(folder)
@@ -374,10 +409,10 @@ def main(argv: list[str]) -> None:
         answer = None
     if answer is not None:
         _write_out(answer)
-        os._exit(0)
+        _os._exit(0)
     fall_back(mnemo_bin, event, harness, data_dir, body)
     _write_out(_neutral(event, harness))  # not even the fallback could start
-    os._exit(0)
+    _os._exit(0)
 
 
 def run(argv: list[str]) -> None:
@@ -385,7 +420,7 @@ def run(argv: list[str]) -> None:
     try:
         main(argv)
     except BaseException:  # noqa: BLE001
-        os._exit(0)
+        _os._exit(0)
 
 
 if __name__ == "__main__":

@@ -341,6 +341,37 @@ def test_the_client_forwards_every_variable_context_resolution_reads() -> None:
     assert "UNRELATED" not in forwarded and "OPENAI_API_KEY" not in forwarded
 
 
+def test_a_client_answered_by_the_server_imports_nothing_but_sockets(served: Served) -> None:
+    """A turn end the server acknowledges costs an interpreter start and little
+    more: the client process imports neither `os` (its `_collections_abc` and
+    `posixpath` are a tenth of a turn end) nor json nor anything of mnemo's."""
+    start(served)
+    served.call("prompt", session="m", text="How are releases tagged here?")
+    before = served.state().requests
+    probe = ("import sys, posix\n"
+             "sys.path.append(sys.argv[1])\n"
+             "real_exit = posix._exit\n"
+             "def report(code):\n"
+             "    posix.write(2, ' '.join(sorted(sys.modules)).encode())\n"
+             "    real_exit(code)\n"
+             "posix._exit = report\n"
+             "from client import run\n"
+             "run(sys.argv[1:])\n")
+    event = json.dumps(served.event("turn-end", "m", "Tagged vX.Y.Z by CI.")).encode()
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe, str(Path(client.__file__).parent),
+         "turn-end", "claude-code", sys.executable, str(served.data)],
+        input=event, capture_output=True, env=served.env, cwd=served.repo.path, timeout=60)
+    assert done.returncode == 0 and done.stdout == b""
+    loaded = set(done.stderr.decode().split())
+    assert "client" in loaded and "_socket" in loaded  # it reached the server itself
+    assert not loaded & {"os", "json", "socket", "posixpath", "_collections_abc"}
+    assert not [name for name in loaded if name.startswith("dsh_mnemo")]
+    assert served.state().requests == before + 1
+    served.settle()
+    assert served.contents().count("[ASSISTANT] Tagged vX.Y.Z by CI.") == 1
+
+
 def test_the_protocol_round_trips_odd_bytes() -> None:
     body = b'{"prompt": "\xff\xfe not utf-8"}'
     environ = {"CLAUDE_PROJECT_DIR": "/tmp/a b/ünï", "MNEMO_CONFIG": "/x=y"}
