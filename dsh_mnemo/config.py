@@ -12,11 +12,14 @@ import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from . import paths
 from .errors import ConfigError
 from .record import field, record
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True)

@@ -18,10 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from . import paths
 from .errors import BusyError
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 PRIVATE_UMASK = 0o077  # new files 0600 (0700 if executable), new directories 0700
 PRIVATE_FILE = 0o600

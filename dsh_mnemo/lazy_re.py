@@ -14,7 +14,10 @@ first call that uses it.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class LazyPattern:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class InThread:

@@ -24,9 +24,12 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
-from typing import Any
 
-from dsh_mnemo.embed.base import Embedder, EmbedError, LoadResult, PendingQuery
+from dsh_mnemo.embed.base import Embedder, EmbedError, LoadResult, PendingQuery, missing_members
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DISABLED", "EmbedError", "Embedder", "LoadResult",
            "PendingQuery", "load_backend", "register_backend"]
@@ -92,7 +95,7 @@ def load_backend(name: str | None, options: dict[str, Any] | None = None) -> Loa
 
 
 def _check(embedder: object) -> str | None:
-    if not isinstance(embedder, Embedder):
+    if missing_members(embedder):
         return f"loader returned {type(embedder).__name__}, not an Embedder"
     dim = getattr(embedder, "dim", None)
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:

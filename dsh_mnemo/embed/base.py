@@ -7,16 +7,20 @@ heavy parts of a backend load only inside `load_backend`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..record import record
 
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     import numpy as np
     import numpy.typing as npt
 
     #: rows are unit-length float32 vectors, one per input text, in input order
     Vectors = npt.NDArray[np.float32]
+else:
+    Protocol = object  # `Embedder` is checked at run time by `missing_members`
 
 
 class EmbedError(Exception):
@@ -27,7 +31,6 @@ class EmbedError(Exception):
     """
 
 
-@runtime_checkable
 class Embedder(Protocol):
     """A loaded embedding model.
 
@@ -48,6 +51,13 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Vectors for memories (the side that is found). Raises EmbedError."""
         ...
+
+
+def missing_members(value: object) -> list[str]:
+    """The members of `Embedder` that `value` lacks (what `isinstance` of a
+    runtime-checkable protocol would check, without importing typing)."""
+    return [name for name in ("name", "model_id", "dim", "embed_queries", "embed_documents")
+            if not hasattr(value, name)]
 
 
 @record(frozen=True)

@@ -29,7 +29,10 @@ import os
 import sys
 import threading
 from array import array
-from typing import Any
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 _ROW_MAJOR = 101
 _NO_TRANS = 111

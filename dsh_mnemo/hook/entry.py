@@ -35,11 +35,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
 
 from ..harnesses.registry import EVENTS, NAMES, neutral_output
 from ..server.client import process_age, read_fd, run_dir
 from . import log, speed
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_DEADLINE = 2.0

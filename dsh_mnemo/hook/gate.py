@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Protocol
 
 from ..lazy_re import lazy
 from ..memory.lexical import CJK as _CJK
@@ -36,12 +35,16 @@ DUP_CONTAINMENT = 0.86
 
 
 
-class Recalled(Protocol):
-    content: str
-    score: float
-    source: str | None
-    importance: float
-    signals: dict[str, Any]
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class Recalled(Protocol):
+        content: str
+        score: float
+        source: str | None
+        importance: float
+        signals: dict[str, Any]
 
 
 def overfetch(top_k: int) -> int:

@@ -22,7 +22,6 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..harnesses.registry import HARNESSES, format_output, neutral_output
 from ..record import field, record
@@ -30,7 +29,10 @@ from . import log
 from .events import HookEvent, last_reply_from_transcript
 from .spool import MAX_BYTES, MAX_PENDING, Spool, Turn
 
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from ..config import Settings
     from ..memory.targets import Target
     from ..workspace.context import MemoryContext

@@ -20,12 +20,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from .. import paths
 from ..errors import BusyError, DataError
 from ..record import record
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 BUSY_TIMEOUT_SECONDS = 5.0
 

@@ -30,7 +30,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..embed import flat
 from ..record import field, record
@@ -43,7 +42,10 @@ from .banks import (
     translate_sqlite_errors,
 )
 
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from ..config import Settings
     from ..embed import Embedder, LoadResult
 

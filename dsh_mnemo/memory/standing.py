@@ -29,7 +29,6 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
@@ -39,6 +38,10 @@ from ..record import record
 from ..workspace.context import MemoryContext
 from . import banks
 from .targets import GLOBAL_TARGET, Target
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCE = "standing"
 DEFAULT_IMPORTANCE = 0.9

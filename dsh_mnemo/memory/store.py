@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
@@ -26,6 +25,10 @@ from ..record import field, record
 from ..workspace.context import MemoryContext
 from . import banks
 from .targets import GLOBAL_TARGET, Target, read_target, write_target
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record

@@ -30,11 +30,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .. import paths
 from ..config import may_hold_secret
 from ..fsutil import fnv64, keep_json_cache, read_json_cache
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 CACHE_NAME = "upstream-config.json"
 _VERSION = 1

@@ -39,11 +39,14 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .. import paths
 from ..embed import flat
 from ..fsutil import fnv64, write_cache_file
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = b"mnemo-vectors/1\n"
 SUFFIX = ".vectors"

@@ -25,7 +25,6 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from .. import paths
 from ..errors import DataError
@@ -33,6 +32,10 @@ from ..faults import fault
 from ..fsutil import atomic_write_text, file_lock, try_lock
 from ..record import asdict, field, fields, record
 from .identity import bank_for, is_workspace_namespace, namespace_for
+
+TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 INDEX_VERSION = 1
 

@@ -109,7 +109,7 @@ def test_a_new_process_answers_without_importing_numpy_or_upstream(
         out = io.StringIO()
         run_hook(["prompt", "--harness", sys.argv[1]], stdin=io.BytesIO(sys.argv[2].encode()),
                  stdout=out, hard_exit=False)
-        slow = ("numpy", "mnemosyne.core.memory", "dataclasses", "inspect", "logging")
+        slow = ("numpy", "mnemosyne.core.memory", "dataclasses", "inspect", "logging", "typing")
         print(json.dumps({"out": out.getvalue(),
                           "imported": [name for name in slow if name in sys.modules]}))
     """)
