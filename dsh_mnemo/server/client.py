@@ -7,7 +7,8 @@
 Started by the installed hook wrapper, a new process per hook call, so it
 uses the standard library only (`-S`: not even site-packages) and imports
 as little as it can: no `json`, no `socket` module (its C core `_socket`
-is enough), not even `__future__`, nothing from mnemo.  The wrapper imports
+is enough), no `os` (its C half `posix`, which the interpreter loads
+anyway), not even `__future__`, nothing from mnemo.  The wrapper imports
 it as a module (`run`, below) rather than running it as a script: a script
 is compiled from source on every start (about 2 ms, a fifth of a turn
 end's whole budget), a module's bytecode is cached in `__pycache__`.
