@@ -53,11 +53,16 @@ class Embedder(Protocol):
         ...
 
 
+# What `Embedder` declares: its attributes and its methods, read off the class.
+_MEMBERS = (*Embedder.__annotations__,
+            *(name for name, value in vars(Embedder).items()
+              if callable(value) and not name.startswith("_")))
+
+
 def missing_members(value: object) -> list[str]:
     """The members of `Embedder` that `value` lacks (what `isinstance` of a
     runtime-checkable protocol would check, without importing typing)."""
-    return [name for name in ("name", "model_id", "dim", "embed_queries", "embed_documents")
-            if not hasattr(value, name)]
+    return [name for name in _MEMBERS if not hasattr(value, name)]
 
 
 @record(frozen=True)
