@@ -57,8 +57,8 @@ def list_(settings: Settings, *, cwd: Path | None = None) -> Report:
 def over_budget(left_out: int, total: int, budget: int) -> str:
     verb = "does" if left_out == 1 else "do"
     return (f"{left_out} of the {total} standing memories here {verb} not fit in a session's "
-            f"start block (standing.budget_chars: {budget}), so a session starts without "
-            "them. Raise the budget (`mnemo config set standing.budget_chars "
+            f"start block (standing.budget_chars: {budget}): a session gets them only when "
+            "a prompt recalls them. Raise the budget (`mnemo config set standing.budget_chars "
             f"{budget * 2}`), remove some (`mnemo standing remove ID`), or store the ones "
             "that matter most with a higher --importance.")
 

@@ -264,7 +264,7 @@ def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
         return line if spool.mark_hinted() else None
     if not settings["prefetch.enabled"] or not query.strip():
         return None
-    return recall_block(run, ctx, query)
+    return recall_block(run, ctx, query, spool)
 
 
 def _bindable(root: str) -> bool:
@@ -299,11 +299,12 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
     if not run.settings["standing.enabled"] or not spool.mark_standing(force=force):
         return None
     from ..memory import standing
-    from .inject import Line, render_block
+    from .inject import Line, fitting, render_block
 
     ctx = run.context(cwd, session_id)
     items = standing.list_standing(ctx, run.base)
     if not items:
+        spool.note_standing_given([])
         return None
     embed = embedder(run) if prompt else None
     text = query_text(prompt or "")
@@ -311,9 +312,12 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
                                  pending=run.query_vector(embed, text) if embed and text
                                  else None)
     name = ctx.display_name or "workspace"
-    return render_block([Line(content=s.content, level=s.level, timestamp=None)
-                         for s in ordered], name, int(run.settings["standing.budget_chars"]),
-                        kind="standing")
+    lines = [Line(content=s.content, level=s.level, timestamp=None) for s in ordered]
+    budget = int(run.settings["standing.budget_chars"])
+    # What the budget leaves out stays an ordinary memory for this session's recall.
+    spool.note_standing_given([s.id for s, fits in zip(ordered, fitting(
+        lines, name, budget, kind="standing"), strict=True) if fits])
+    return render_block(lines, name, budget, kind="standing")
 
 
 def on_session_start(run: HookRun, event: HookEvent) -> None:
@@ -356,7 +360,8 @@ def note_embedding_failure(run: HookRun, reason: str) -> None:
         pass
 
 
-def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
+def recall_block(run: HookRun, ctx: MemoryContext, query: str,
+                 spool: Spool | None = None) -> str | None:
     storage = _storage()
     from . import gate
     from .inject import Line, render_block
@@ -371,9 +376,13 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str) -> str | None:
                               pending=run.query_vector(embed, text) if embed else None)
     from ..memory.standing import SOURCE as STANDING
 
-    # Standing memories reach the model once a session, in their own block: the
-    # prompt-time block carries only recalled ones and never spends a slot on them.
-    memories = [m for m in memories if m.source != STANDING]
+    if any(m.source == STANDING for m in memories):
+        # Standing memories reach the model once a session, in their own block: the
+        # prompt-time block never repeats one.  One the block's budget left out (or
+        # every one, when no block was given) is recalled like any other memory.
+        given = spool.standing_given() if spool is not None else None
+        memories = [m for m in memories
+                    if m.source != STANDING or (given is not None and m.id not in given)]
     semantic = embed is not None and any("cosine" in m.signals for m in memories)
     chosen = (gate.select_semantic(memories, top_k, query) if semantic
               else gate.select(memories, top_k))

@@ -107,12 +107,19 @@ class SpoolState:
     hinted: bool = False  # the bind hint was shown in this session
     ended: bool = False  # the session ended while a worker was still storing its turns
     standing: bool = False  # the standing memories were given to the model this session
+    # The ids of the standing memories that block held (the budget may cut some);
+    # None: not recorded (a spool from before), so all of them count as given.
+    standing_given: list[str] | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
-                "captured": self.captured, "targets": self.targets, "updated": self.updated,
-                "recent": self.recent, "hinted": self.hinted, "ended": self.ended,
-                "standing": self.standing}
+        out: dict[str, object] = {
+            "version": SPOOL_VERSION, "turns": [t.to_json() for t in self.turns],
+            "captured": self.captured, "targets": self.targets, "updated": self.updated,
+            "recent": self.recent, "hinted": self.hinted, "ended": self.ended,
+            "standing": self.standing}
+        if self.standing_given is not None:
+            out["standing_given"] = self.standing_given
+        return out
 
     def reset(self) -> None:
         """Forget the session's turns and counts.  `hinted` and `standing` stay: a
@@ -176,11 +183,14 @@ class Spool:
                    if isinstance(t, list) and len(t) == 2]
         captured = raw.get("captured")
         recent = [str(d) for d in raw.get("recent") or [] if isinstance(d, str)]
+        given = raw.get("standing_given")
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
                           recent=recent[-RECENT:], hinted=raw.get("hinted") is True,
                           ended=raw.get("ended") is True,
-                          standing=raw.get("standing") is True)
+                          standing=raw.get("standing") is True,
+                          standing_given=[str(i) for i in given if isinstance(i, str)]
+                          if isinstance(given, list) else None)
 
     def _save(self, state: SpoolState) -> None:
         if not state.turns and not state.captured and not state.hinted and not state.standing:
@@ -251,6 +261,20 @@ class Spool:
                 return False
             state.standing = True
             return True
+
+    def note_standing_given(self, ids: list[str]) -> None:
+        """Record which standing memories the session's block held."""
+        with self.locked() as state:
+            state.standing_given = list(ids)
+
+    def standing_given(self) -> frozenset[str] | None:
+        """The standing memories this session's block gave the model: an empty set
+        when no block was given, None when one was but its contents were not
+        recorded (then every standing memory counts as given)."""
+        state = self._load()
+        if not state.standing:
+            return frozenset()
+        return None if state.standing_given is None else frozenset(state.standing_given)
 
     def mark_hinted(self) -> bool:
         """Note that the bind hint was shown; False if it already was this session."""

@@ -330,6 +330,22 @@ def test_the_bind_hint_is_marked_once_per_session(tmp_path: Path) -> None:
     assert Spool(tmp_path, "qwen", "other", "/w").mark_hinted() is True
 
 
+def test_the_standing_memories_a_session_was_given_are_remembered(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "codex", "S", "/w")
+    assert spool.standing_given() == frozenset()  # no block yet: none given
+    assert spool.mark_standing() is True
+    assert spool.standing_given() is None  # given, contents unknown: count all as given
+    spool.note_standing_given(["r1", "r2"])
+    spool.add_prompt("a turn", "/w", "S")
+    spool.take_all()
+    assert Spool(tmp_path, "codex", "S", "/w").standing_given() == {"r1", "r2"}
+    # a spool written before the ids were recorded: every standing memory counts as given
+    state = json.loads(spool.path.read_text())
+    del state["standing_given"]
+    spool.path.write_text(json.dumps(state))
+    assert spool.standing_given() is None and spool.mark_standing() is False
+
+
 def test_spool_keys_sessions_apart_and_survives_a_corrupt_file(tmp_path: Path) -> None:
     a = Spool(tmp_path, "claude-code", "A", "/w")
     b = Spool(tmp_path, "claude-code", "B", "/w")

@@ -206,3 +206,38 @@ def test_standing_list_shows_what_a_session_start_has_no_room_for(two) -> None:
     assert low.exit_code == 0 and "2 of the 4 standing memories here do not fit" in low.stderr
     fits = mnemo("remember", "--standing", "Short.", "--json", cwd=alpha)
     assert fits.exit_code == 0 and "do not fit" not in fits.stderr
+
+
+def recalled_part(text: str) -> str:
+    """The prompt-time block of recalled memories (not the standing one)."""
+    return "".join(block for block in text.split("</memory-data>")
+                   if "<memory-data" in block and 'kind="standing"' not in block)
+
+
+@pytest.mark.parametrize("start", [True, False], ids=["session-start", "first-prompt"])
+def test_a_rule_the_budget_left_out_is_recalled_and_a_given_one_never_repeats(
+        two, start: bool) -> None:
+    alpha, _ = two
+    configure(standing__budget_chars=300)  # the block holds GLOBAL and CHANGELOG, not RULE
+    if start:
+        assert fence_of(injected_text("claude-code", run_inprocess(
+            "session-start", "claude-code", payload("claude-code", "session-start", cwd=alpha,
+                                                    session="r1")), "session-start"))
+
+    def prompt(text: str) -> str:
+        return injected_text("claude-code", run_inprocess("prompt", "claude-code", payload(
+            "claude-code", "prompt", cwd=alpha, session="r1", prompt=text)))
+
+    first = prompt("which destructive command would drop the database?")
+    assert RULE in recalled_part(first)  # left out of the block: recalled like any memory
+    assert RULE not in "".join(fence_of(first))
+    if not start:
+        assert CHANGELOG in "".join(fence_of(first))  # the first prompt carried the block
+    notes = prompt("follow the release notes changelog")
+    assert CHANGELOG not in notes  # the block gave it: never again this session
+    # a new session whose block had room for every rule never recalls one
+    configure(standing__budget_chars=2000)
+    roomy = injected_text("claude-code", run_inprocess("prompt", "claude-code", payload(
+        "claude-code", "prompt", cwd=alpha, session="r2",
+        prompt="which destructive command would drop the database?")))
+    assert RULE in "".join(fence_of(roomy)) and RULE not in recalled_part(roomy)
