@@ -14,6 +14,7 @@ maps every injected line back to a memory of the data set.
     .venv/bin/python bench/bench_relevance.py [--modes current,...] [--split dev|test|all]
         [--json FILE] [--jobs 2] [--set key=value ...] [--sessions fresh|project]
         [--harness claude-code] [--mnemo PATH] [--repeat N] [--verbose] [--keep DIR]
+        [--history-rounds N]
 
 Prints one table per prompt kind, one column per mode.  Figures only, no
 assertions: this is a measurement, not a test.  Metric definitions are in
@@ -520,9 +521,25 @@ class SetupReport:
 
 HISTORY_SESSION_TURNS = 4
 HISTORY_REPLY = "Done."
+# `--history-rounds N`: round 2 and later ask each earlier turn again in other
+# words, as months of use leave a workspace with many more turns than memories.
+HISTORY_AGAIN = ("again: {}", "quick question, {}", "{} (asking again)", "sorry, {}",
+                 "remind me: {}", "one more time: {}", "{} - I forgot", "hey, {}",
+                 "so, {}", "{}, please")
 
 
-def setup_project(sandbox: Sandbox, project: Project) -> tuple[int, list[str], int, int]:
+def history_turns(project: Project, rounds: int) -> list[str]:
+    """The project's earlier turns, `rounds` times: as written, then reworded."""
+    turns = list(project.history)
+    for n in range(1, rounds):
+        turns += [HISTORY_AGAIN[(n - 1) % len(HISTORY_AGAIN)].format(t)
+                  + (f" ({n // len(HISTORY_AGAIN) + 1})" if n > len(HISTORY_AGAIN) else "")
+                  for t in project.history]
+    return turns
+
+
+def setup_project(sandbox: Sandbox, project: Project, rounds: int = 1,
+                  ) -> tuple[int, list[str], int, int]:
     repo = sandbox.repo(project.name)
     stored, skipped, filtered = 0, 0, []
     for memory in sorted(project.memories, key=lambda m: m.date):  # stable: file order per date
@@ -532,9 +549,10 @@ def setup_project(sandbox: Sandbox, project: Project) -> tuple[int, list[str], i
         if outcome == "filtered":
             filtered.append(memory.id)
     turns = 0
-    for start in range(0, len(project.history), HISTORY_SESSION_TURNS):
+    history = history_turns(project, rounds)
+    for start in range(0, len(history), HISTORY_SESSION_TURNS):
         session = f"history-{project.name}-{start // HISTORY_SESSION_TURNS + 1}"
-        for turn in project.history[start:start + HISTORY_SESSION_TURNS]:
+        for turn in history[start:start + HISTORY_SESSION_TURNS]:
             base = {"cwd": str(repo), "session_id": session}
             sandbox.hook("prompt", "generic", {**base, "prompt": turn}, repo)
             sandbox.hook("turn-end", "generic", {**base, "user": turn,
@@ -544,7 +562,8 @@ def setup_project(sandbox: Sandbox, project: Project) -> tuple[int, list[str], i
     return stored, filtered, skipped, turns
 
 
-def setup_mode(sandbox: Sandbox, dataset: Dataset, jobs: int) -> SetupReport:
+def setup_mode(sandbox: Sandbox, dataset: Dataset, jobs: int, history_rounds: int = 1,
+               ) -> SetupReport:
     started = time.perf_counter()
     report = SetupReport()
     sandbox.create(dataset)
@@ -557,7 +576,8 @@ def setup_mode(sandbox: Sandbox, dataset: Dataset, jobs: int) -> SetupReport:
             report.filtered.append(memory.id)
     projects = list(dataset.projects.values())
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda p: setup_project(sandbox, p), projects))
+        results = list(pool.map(lambda p: setup_project(sandbox, p, history_rounds),
+                                projects))
     for project, (stored, filtered, skipped, turns) in zip(projects, results, strict=True):
         report.stored += stored
         report.filtered += filtered
@@ -897,7 +917,7 @@ def run_mode(name: str, args: argparse.Namespace, dataset: Dataset, prompts: lis
             flag = preset["standing_args"][0]
             if preset["standing"] == "on" and not supports_flag(sandbox, "remember", flag):
                 raise MnemoFailed(f"this mnemo's `remember` has no {flag}")
-            setup = setup_mode(sandbox, dataset, args.jobs)
+            setup = setup_mode(sandbox, dataset, args.jobs, args.history_rounds)
             if session_start and not supports_event(sandbox, session_start, args.harness):
                 setup.notes.append(f"mnemo has no hook event {session_start!r}: no session start")
                 session_start = None
@@ -955,6 +975,10 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true",
                         help="list every prompt with a noisy line or a missed memory")
     parser.add_argument("--keep", type=Path, help="build the sandboxes here and keep them")
+    parser.add_argument("--history-rounds", type=int, default=1, metavar="N",
+                        help="replay each project's earlier turns N times, reworded after "
+                             "the first (a workspace after long use: many more turns than "
+                             "memories)")
     parser.add_argument("--per-split", action="store_true",
                         help="with --split all, also a table per kind and split")
     parser.add_argument("--repeat", type=int, default=1,
@@ -962,8 +986,8 @@ def main() -> None:
                              "the spread of precision/recall/silence is shown")
     args = parser.parse_args()
 
-    if args.jobs < 1 or args.repeat < 1:
-        raise SystemExit("--jobs and --repeat must be at least 1")
+    if args.jobs < 1 or args.repeat < 1 or args.history_rounds < 1:
+        raise SystemExit("--jobs, --repeat and --history-rounds must be at least 1")
     dataset = load_dataset(args.dataset)
     unknown = sorted({m for p in dataset.prompts for m in (*p.relevant, *p.acceptable)
                       if m not in dataset.memories})
@@ -1015,6 +1039,7 @@ def main() -> None:
         document = {
             "mnemo": version, "split": args.split, "harness": args.harness,
             "sessions": args.sessions, "jobs": args.jobs,
+            "history_rounds": args.history_rounds,
             "dataset": {"projects": {n: {"memories": len(p.memories), "history": len(p.history),
                                          "language": p.language}
                                      for n, p in dataset.projects.items()},

@@ -140,7 +140,8 @@ def select(memories: Sequence[Recalled], top_k: int) -> list[Any]:
 # into a narrow band, and the band moves with the language (a Chinese bank
 # scores 0.85-0.92 against almost any Chinese prompt, an English one
 # 0.78-0.88), so the gate judges a memory by its *lift*: how far its cosine
-# stands above the prompt's mean cosine over the whole namespace.
+# stands above the prompt's mean cosine over the namespace's memories (captured
+# conversation turns left out: `semantic.profile_of`).
 # bench/relevance_tune.py measures the rule; the figures are in the
 # module docstring's table above and in docs/hooks.md.
 

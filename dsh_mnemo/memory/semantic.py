@@ -54,6 +54,9 @@ DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (memory_id TEXT PRIMARY KEY, "
        "model_id TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL, "
        "updated_at TEXT NOT NULL)")
 MEMORY_TABLES = ("working_memory", "episodic_memory")
+# The source of a captured conversation turn (`mnemo hook`'s capture, imported
+# transcripts): the prompt's profile is taken over the other memories.
+TALK_SOURCE = "conversation"
 BATCH = 16
 
 _loaded: dict[tuple[Any, ...], LoadResult] = {}
@@ -164,14 +167,21 @@ class Candidate:
 
 @record
 class Profile:
-    """How the prompt scores against every memory of the namespace it searched."""
+    """How the prompt scores against the memories of the namespace it searched.
+
+    `count`, `best`, `mean` and `std` are over its memories but captured
+    conversation turns (over every row when it has nothing else): the more a
+    user talks, the more turns a workspace holds, and the prefetch gate's
+    measure of a prompt (a memory's cosine above the mean) must not move with
+    them."""
 
     count: int = 0
     best: float = 0.0
     mean: float = 0.0
     std: float = 0.0
-    scores: Any = None  # every memory's cosine (numpy or `flat`, in `index` order)
+    scores: Any = None  # every row's cosine (numpy or `flat`, in `index` order)
     index: dict[str, int] = field(default_factory=dict)  # memory id -> position in scores
+    facts: Any = None  # one byte a row, in `index` order: 0 for a conversation turn
 
     def cosine(self, memory_id: str) -> float | None:
         at = self.index.get(memory_id)
@@ -212,6 +222,8 @@ class _Matrix:
     counts: tuple[int, int, int]  # the bank's vectors, their max rowid, its memory rows
     # rows of this matrix its file (`vector_file`) holds; None: no file of it yet
     saved: int | None = None
+    # one byte a row: 1 for a memory, 0 for a captured conversation turn (TALK_SOURCE)
+    facts: bytearray = field(default_factory=bytearray)
 
     @property
     def flat(self) -> bool:
@@ -257,8 +269,9 @@ def _room(rows_needed: int, dim: int) -> Any:
 
 
 def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
-          after: int = 0) -> tuple[list[str], list[bytes], int]:
-    """The namespace's vectors of `model_id` with a rowid past `after`: ids, blobs, dim.
+          after: int = 0) -> tuple[list[str], list[bytes], int, bytearray]:
+    """The namespace's vectors of `model_id` with a rowid past `after`: ids, blobs,
+    dim, and a byte a row saying whether it is a memory (1) or a conversation turn (0).
 
     Rows come working tier first, then episodic, each in vector rowid order.
     A full read (`after` 0) takes the namespace's memory ids first and keeps
@@ -268,35 +281,42 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
     """
     ids: list[str] = []
     blobs: list[bytes] = []
+    facts = bytearray()
     dim = 0
     if after == 0:
-        tier_of: dict[str, int] = {}
+        tier_of: dict[str, tuple[int, int]] = {}
         for tier, table in reversed(list(enumerate(MEMORY_TABLES))):  # the first tier wins
-            tier_of.update((str(r[0]), tier) for r in rows(
-                conn, f"SELECT m.id FROM {table} m WHERE {clause}", (namespace,)))
+            tier_of.update((str(r[0]), (tier, int(r[1] != TALK_SOURCE))) for r in rows(
+                conn, f"SELECT m.id, m.source FROM {table} m WHERE {clause}", (namespace,)))
         found_ids: list[list[str]] = [[] for _ in MEMORY_TABLES]
         found_blobs: list[list[bytes]] = [[] for _ in MEMORY_TABLES]
+        found_facts = [bytearray() for _ in MEMORY_TABLES]
         for memory_id, blob, d in rows(conn, f"SELECT memory_id, vector, dim FROM {TABLE} "
                                              f"WHERE model_id = ?", (model_id,)):
-            tier = tier_of.get(memory_id)
-            if tier is not None:
+            found = tier_of.get(memory_id)
+            if found is not None:
+                tier, fact = found
                 found_ids[tier].append(memory_id)
                 found_blobs[tier].append(blob)
+                found_facts[tier].append(fact)
                 dim = d
-        for tier_ids, tier_blobs in zip(found_ids, found_blobs, strict=True):
+        for tier_ids, tier_blobs, tier_facts in zip(found_ids, found_blobs, found_facts,
+                                                    strict=True):
             ids += tier_ids
             blobs += tier_blobs
-        return ids, blobs, int(dim)
+            facts += tier_facts
+        return ids, blobs, int(dim), facts
     for table in MEMORY_TABLES:
-        for memory_id, blob, d in rows(
-                conn, f"SELECT v.memory_id, v.vector, v.dim FROM {TABLE} v "
+        for memory_id, blob, d, source in rows(
+                conn, f"SELECT v.memory_id, v.vector, v.dim, m.source FROM {TABLE} v "
                       f"JOIN {table} m ON m.id = v.memory_id "
                       f"WHERE v.model_id = ? AND v.rowid > ? AND {clause}",
                 (model_id, after, namespace)):
             ids.append(str(memory_id))
             blobs.append(blob)
+            facts.append(int(source != TALK_SOURCE))
             dim = int(d)
-    return ids, blobs, dim
+    return ids, blobs, dim, facts
 
 
 def _namespace_matrix(db_path: Path, namespace: str, model_id: str,
@@ -344,15 +364,15 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
         if counts[1] > cached.counts[1]:
             # Vectors were written since (a captured turn; a memory stored again,
             # whose vector is replaced under a new rowid): bring those rows in.
-            ids, blobs, dim = _load(conn, namespace, model_id, clause,
-                                    after=cached.counts[1])
+            ids, blobs, dim, facts = _load(conn, namespace, model_id, clause,
+                                           after=cached.counts[1])
             grown_past_flat = cached.flat and not flat.wanted(len(cached.ids) + len(ids))
             if (not ids or dim == cached.dim) and not grown_past_flat:
                 with _matrices_lock:
-                    updated = _with_rows(cached, ids, blobs, files, counts)
+                    updated = _with_rows(cached, ids, blobs, files, counts, facts)
                     _matrices[key] = updated
                 return updated
-    ids, blobs, dim = _load(conn, namespace, model_id, clause)
+    ids, blobs, dim, facts = _load(conn, namespace, model_id, clause)
     if not ids:
         with _matrices_lock:
             _matrices.pop(key, None)
@@ -365,7 +385,7 @@ def _matrix(conn: sqlite3.Connection, key: tuple[str, str, str, bool], cached: _
         buffer = _room(len(ids), dim)
         stack(blobs, dim, into=buffer)
     return _keep(key, _Matrix(ids, {i: n for n, i in enumerate(ids)}, buffer, dim, files,
-                              counts))
+                              counts, facts=facts))
 
 
 def _keep(key: tuple[str, str, str, bool], entry: _Matrix, *, replace: bool = True) -> _Matrix:
@@ -381,12 +401,21 @@ def _keep(key: tuple[str, str, str, bool], entry: _Matrix, *, replace: bool = Tr
 
 
 def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
-               files: tuple[Any, ...], counts: tuple[int, int, int]) -> _Matrix:
-    """`cached` with these rows: known ids get their vector again in place, new ones
-    are appended (into a bigger buffer when the room is used up)."""
+               files: tuple[Any, ...], counts: tuple[int, int, int],
+               facts: bytearray) -> _Matrix:
+    """`cached` with these rows (`facts`: a byte each, as `_load` gives them): known
+    ids get their vector again in place, new ones are appended (into a bigger buffer
+    when the room is used up)."""
     have, dim = len(cached.ids), cached.dim
     known = [(cached.index[i], b) for i, b in zip(ids, blobs, strict=True) if i in cached.index]
     fresh = [(i, b) for i, b in zip(ids, blobs, strict=True) if i not in cached.index]
+    kinds = bytearray(cached.facts)
+    for memory_id, fact in zip(ids, facts, strict=True):
+        at = cached.index.get(memory_id)
+        if at is None:
+            kinds.append(fact)
+        elif at < len(kinds):
+            kinds[at] = fact
     if cached.flat:
         # Mapped from its file (a hook process, which searches one prompt at a time),
         # with room: written into the mapping's private pages, as numpy's mapping is;
@@ -415,11 +444,12 @@ def _with_rows(cached: _Matrix, ids: list[str], blobs: list[bytes],
         if fresh:
             buffer[have:need] = stack([b for _, b in fresh], dim)
     if not fresh:
-        return _Matrix(cached.ids, cached.index, buffer, dim, files, counts, cached.saved)
+        return _Matrix(cached.ids, cached.index, buffer, dim, files, counts, cached.saved,
+                       facts=kinds)
     index = dict(cached.index)
     index.update({i: have + n for n, (i, _) in enumerate(fresh)})
     return _Matrix(cached.ids + [i for i, _ in fresh], index, buffer, dim, files, counts,
-                   cached.saved)
+                   cached.saved, facts=kinds)
 
 
 def _inode(files: tuple[Any, ...]) -> Any:
@@ -438,7 +468,8 @@ def _from_file(key: tuple[str, str, str, bool], base: Path | None) -> _Matrix | 
     if len(index) != len(ids):
         return None  # an id twice: not a matrix this module wrote
     return _keep(key, _Matrix(ids, index, found["buffer"], found["dim"], found["files"],
-                              found["counts"], saved=len(ids)), replace=False)
+                              found["counts"], saved=len(ids), facts=found["facts"]),
+                 replace=False)
 
 
 def _discard(key: tuple[str, str, str, bool], base: Path | None) -> None:
@@ -474,7 +505,7 @@ def persist(base: Path | None = None) -> int:
             continue  # a bank that cannot be read now: its file waits for the next answer
         rows = len(entry.ids)
         done = vector_file.write(key, entry.ids[:rows], entry.view(), entry.files,
-                                 entry.counts, base, dim=entry.dim)
+                                 entry.counts, base, dim=entry.dim, facts=entry.facts[:rows])
         # tried either way: a full disk is not written 150 MB at again on every answer
         entry.saved = rows
         written += done is not None
@@ -528,14 +559,15 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
         entry = _namespace_matrix(db_path, namespace, model_id, allow_global, base)
     if entry is None:
         return [], Profile()
+    facts = entry.facts if len(entry.facts) == len(entry.ids) else None
     if entry.flat:
         q = flat.vector(query)
         scores = flat.scores(entry.buffer, entry.dim, q, len(entry.ids))
-        best, mean, std = flat.stats(scores)
+        count, (best, mean, std) = profile_of(scores, facts)
         order = flat.top(scores, limit)
         return [Candidate(entry.ids[i], float(scores[i]), flat.row(entry.buffer, entry.dim, i))
-                for i in order], Profile(count=len(scores), best=best, mean=mean, std=std,
-                                         scores=scores, index=entry.index)
+                for i in order], Profile(count=count, best=best, mean=mean, std=std,
+                                         scores=scores, index=entry.index, facts=facts)
     import numpy as np
 
     matrix = entry.view()
@@ -544,9 +576,29 @@ def search(db_path: Path, namespace: str, query: Any, model_id: str, *, limit: i
     order = np.argpartition(-scores, top - 1)[:top] if top < len(scores) else \
         np.arange(len(scores))
     order = order[np.lexsort((order, -scores[order]))]  # best first, ties by position
-    profile = Profile(count=len(scores), best=float(scores.max()), mean=float(scores.mean()),
-                      std=float(scores.std()), scores=scores, index=entry.index)
+    count, (best, mean, std) = profile_of(scores, facts)
+    profile = Profile(count=count, best=best, mean=mean, std=std, scores=scores,
+                      index=entry.index, facts=facts)
     return [Candidate(entry.ids[i], float(scores[i]), matrix[i]) for i in order], profile
+
+
+def profile_of(scores: Any, facts: Any) -> tuple[int, tuple[float, float, float]]:
+    """How many of `scores` count, and their best, mean and standard deviation: the
+    rows `facts` marks (a byte each, 1 for a memory), or every row when it marks
+    none (a namespace of conversation turns only) or is None."""
+    mixed = facts is not None and 1 in facts and 0 in facts
+    if flat.is_flat(scores) or isinstance(scores, list):
+        if mixed:
+            from array import array
+            from itertools import compress
+
+            scores = array("f", compress(scores, facts))
+        return len(scores), flat.stats(scores)
+    if mixed:
+        import numpy as np
+
+        scores = scores[np.frombuffer(bytes(facts), dtype=np.uint8).astype(bool)]
+    return int(len(scores)), (float(scores.max()), float(scores.mean()), float(scores.std()))
 
 
 def vectors_of(db_path: Path, ids: Iterable[str], model_id: str) -> dict[str, Any]:

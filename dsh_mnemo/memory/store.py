@@ -353,25 +353,32 @@ class _VectorLeg:
 
 def _joint_profile(profiles: list[Any]) -> dict[str, float]:
     """best, mean, std and count of the prompt's scores over the banks' memories
-    (`semantic.Profile` each; a memory both banks scored counts once)."""
+    (`semantic.Profile` each; a memory both banks scored counts once; captured
+    conversation turns left out, as `semantic.profile_of` does)."""
     from ..embed import flat
+    from .semantic import profile_of
 
-    arrays = [p.scores for p in profiles if p.scores is not None and len(p.scores)]
-    if not arrays:
+    banks = [p for p in profiles if p.scores is not None and len(p.scores)]
+    if not banks:
         return {"best": 0.0, "mean": 0.0, "std": 0.0, "count": 0}
-    kept = sorted(at for i, at in profiles[-1].index.items() if i not in profiles[0].index) \
-        if len(arrays) > 1 else []
-    if any(flat.is_flat(a) for a in arrays):
-        values = list(arrays[0]) + [float(arrays[-1][at]) for at in kept]
-        best, mean, std = flat.stats(values)
-        return {"best": best, "mean": mean, "std": std, "count": len(values)}
-    import numpy as np
+    if len(banks) == 1:
+        only = banks[0]
+        return {"best": only.best, "mean": only.mean, "std": only.std, "count": only.count}
+    first, last = banks[0], banks[-1]
+    kept = sorted(at for i, at in last.index.items() if i not in first.index)
+    facts = bytearray(first.facts if first.facts is not None else b"\x01" * len(first.scores))
+    facts += bytes(last.facts[at] if last.facts is not None else 1 for at in kept)
+    if any(flat.is_flat(p.scores) for p in banks):
+        from array import array
 
-    if len(arrays) > 1:
-        arrays[-1] = arrays[-1][np.asarray(kept, dtype=np.intp)]
-    scores = np.concatenate(arrays)
-    return {"best": float(scores.max()), "mean": float(scores.mean()),
-            "std": float(scores.std()), "count": int(len(scores))}
+        values: Any = array("f", first.scores)
+        values.extend(float(last.scores[at]) for at in kept)
+    else:
+        import numpy as np
+
+        values = np.concatenate([first.scores, last.scores[np.asarray(kept, dtype=np.intp)]])
+    count, (best, mean, std) = profile_of(values, facts)
+    return {"best": best, "mean": mean, "std": std, "count": count}
 
 
 def record_recalls(tracking: list[Any], base: Path | None = None) -> int:

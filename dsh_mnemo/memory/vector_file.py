@@ -21,10 +21,12 @@ that does not parse is ignored.
 
 Layout (all integers little-endian):
 
-    MAGIC                      b"mnemo-vectors/1\\n"
+    MAGIC                      b"mnemo-vectors/2\\n"
     u32 header length, header  JSON: key, files, counts, dim, rows, capacity,
                                the ids' byte length and the matrix's offset
     ids                        UTF-8, one per line
+    kinds                      one byte a row: 1 for a memory, 0 for a captured
+                               conversation turn (`semantic.TALK_SOURCE`)
     padding to 64 bytes
     matrix                     capacity x dim float32; rows past `rows` are a
                                hole in the file (zeros, no disk blocks): room
@@ -48,7 +50,7 @@ TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
     from typing import Any
 
-MAGIC = b"mnemo-vectors/1\n"
+MAGIC = b"mnemo-vectors/2\n"  # /1 had no kinds: ignored, the bank is read instead
 SUFFIX = ".vectors"
 #: below this many vectors there is no file.  Reading vectors from the bank
 #: costs about 18 us a row (1,000 rows: 18.6 ms; their file: 1.5 ms); 200 rows
@@ -72,7 +74,8 @@ def path_for(key: tuple[str, str, str, bool], base: Path | None = None) -> Path:
 
 def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
          flat_if: Callable[[int], bool] | None = None) -> dict[str, Any] | None:
-    """The file of `key` mapped: ids, buffer (copy-on-write), dim, files, counts; or None.
+    """The file of `key` mapped: ids, facts (a byte a row: 1 for a memory, 0 for a
+    conversation turn), buffer (copy-on-write), dim, files, counts; or None.
 
     A file of N vectors where `flat_if(N)` (`embed.flat.wanted`) is mapped
     as one flat float32 memoryview instead (no numpy), of its whole capacity
@@ -86,8 +89,11 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
             rows, capacity, dim = (int(header[k]) for k in ("rows", "capacity", "dim"))
             offset, id_bytes = int(header["offset"]), int(header["ids"])
             ids = fh.read(id_bytes).decode("utf-8").split("\n") if rows else []
+            facts = bytearray(fh.read(rows))
             total = os.fstat(fh.fileno()).st_size
-            if (len(ids) != rows or not 0 < rows <= capacity or dim < 1 or offset % _ALIGN
+            if (len(ids) != rows or len(facts) != rows
+                    or facts.translate(None, b"\x00\x01")  # a byte that is not 0 or 1
+                    or not 0 < rows <= capacity or dim < 1 or offset % _ALIGN
                     or total != offset + capacity * dim * 4):
                 return None
             if flat_if is not None and flat_if(rows):
@@ -99,7 +105,7 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
                 buffer = np.memmap(path, dtype="<f4", mode="c", offset=offset,
                                    shape=(capacity, dim))
         files = tuple(tuple(f) if f is not None else None for f in header["files"])
-        return {"ids": ids, "buffer": buffer, "dim": dim, "files": files,
+        return {"ids": ids, "facts": facts, "buffer": buffer, "dim": dim, "files": files,
                 "counts": tuple(int(c) for c in header["counts"])}
     except (OSError, EOFError, ValueError, KeyError, TypeError, struct.error,
             UnicodeDecodeError):
@@ -108,9 +114,11 @@ def read(key: tuple[str, str, str, bool], base: Path | None = None, *,
 
 def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
           files: tuple[Any, ...], counts: tuple[int, int, int],
-          base: Path | None = None, *, dim: int | None = None) -> Path | None:
+          base: Path | None = None, *, dim: int | None = None,
+          facts: bytes | bytearray | None = None) -> Path | None:
     """Write `matrix` (rows x dim float32, the rows of `ids`; or one flat
-    `array('f')` of them, with `dim`) as `key`'s file.
+    `array('f')` of them, with `dim`) as `key`'s file; `facts`, a byte a row
+    (1 for a memory, 0 for a conversation turn), all memories when None.
 
     Returns its path, or None when it was not written (no room, an id with a
     newline, an error: the next process reads the bank instead)."""
@@ -123,7 +131,8 @@ def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
 
         rows, dim = int(matrix.shape[0]), int(matrix.shape[1])
         data = np.ascontiguousarray(matrix, dtype="<f4").data  # no copy of it
-    if rows != len(ids) or any("\n" in i for i in ids):
+    kinds = bytes(facts) if facts is not None else b"\x01" * rows
+    if rows != len(ids) or len(kinds) != rows or any("\n" in i for i in ids):
         return None
     capacity = rows + rows // 4 + 64
     id_blob = "\n".join(ids).encode("utf-8")
@@ -136,14 +145,14 @@ def write(key: tuple[str, str, str, bool], ids: list[str], matrix: Any,
     offset = 0
     while True:
         encoded = json.dumps(header).encode("utf-8")
-        start = len(MAGIC) + 4 + len(encoded) + len(id_blob)
+        start = len(MAGIC) + 4 + len(encoded) + len(id_blob) + rows
         needed = -(-start // _ALIGN) * _ALIGN
         if needed == offset:
             break
         offset = header["offset"] = needed
 
     def contents(fh: Any) -> None:
-        fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob)
+        fh.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + id_blob + kinds)
         fh.write(b"\0" * (offset - start))
         fh.write(data)
         fh.truncate(offset + capacity * dim * 4)  # the room: a hole

