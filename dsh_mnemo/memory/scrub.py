@@ -181,10 +181,10 @@ _INVISIBLE = lazy(f"[{INVISIBLE_CLASS}]")
 _INVISIBLE_OR_CONTROL = lazy(f"[{INVISIBLE_CLASS}\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What of it an ASCII text can hold (every invisible character is past ASCII):
 # most prompts never compile the wide class above.
-_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-_LINE_BREAKS = re.compile("\r\n?|[\u2028\u2029]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_LONE_SURROGATE = re.compile(
+_ASCII_CONTROL = lazy("[\x00-\x08\x0b-\x1f\x7f]")
+_LINE_BREAKS = lazy("\r\n?|[\u2028\u2029]")
+_SURROGATE = lazy("[\ud800-\udfff]")
+_LONE_SURROGATE = lazy(
     "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
@@ -229,7 +229,7 @@ def strip_invisible(text: str) -> str:
 # case-sensitive patterns over the lowered text mean the same.  U+0130 is
 # also the one character whose str.lower() is two characters long.
 _FOLD = {0x130: "i", 0x131: "i", 0x17F: "s"}
-_FOLD_CHARS = re.compile("[\u0130\u0131\u017f]")
+_FOLD_CHARS = lazy("[\u0130\u0131\u017f]")
 
 
 def _lower(text: str) -> str:
@@ -324,8 +324,8 @@ _KEY_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
 _DIGITS = frozenset("0123456789")
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
-_HEX = re.compile(r"[0-9a-fA-F]{8,4096}")
-_B64ISH = re.compile(r"[A-Za-z0-9+/_~.=-]{20,4096}")
+_HEX = lazy(r"[0-9a-fA-F]{8,4096}")
+_B64ISH = lazy(r"[A-Za-z0-9+/_~.=-]{20,4096}")
 
 
 def _looks_random(value: str) -> bool:
@@ -379,10 +379,10 @@ your my our their his her its one ones bucket buckets based auth authentication 
 # ─── Private-key blocks ────────────────────────────────────────────────────
 
 _PEM_LABEL = r"[ ]{1,4}(?:[a-z0-9]{1,12}[ ]{1,4}){0,4}private[ ]{1,4}key(?:[ ]{1,4}block)?-----"
-_PEM_BEGIN = re.compile(r"-----begin" + _PEM_LABEL)
-_PEM_END = re.compile(r"-----end" + _PEM_LABEL)
-_PUTTY_BEGIN = re.compile(r"putty-user-key-file-[0-9]{1,2}:")
-_PUTTY_END = re.compile(r"private-mac:[ \t]{0,8}[0-9a-f]{1,256}")
+_PEM_BEGIN = lazy(r"-----begin" + _PEM_LABEL)
+_PEM_END = lazy(r"-----end" + _PEM_LABEL)
+_PUTTY_BEGIN = lazy(r"putty-user-key-file-[0-9]{1,2}:")
+_PUTTY_END = lazy(r"private-mac:[ \t]{0,8}[0-9a-f]{1,256}")
 
 
 def _blocks(lowered: str, begin: re.Pattern[str],
@@ -498,9 +498,9 @@ def _compiled(source: str) -> re.Pattern[str]:
 # case-insensitive and has no boundary) but linear: the match consumes only
 # the first run, the look-ahead checks the two segments after it; the run
 # is then searched for the first `eyj` followed by a character.
-_JWT_RUN = re.compile(r"(?<![a-z0-9_-])[a-z0-9_-]{4,}(?=\.eyj[a-z0-9_-]{1,}\.[a-z0-9_-])")
-_JWT_SEGMENT = re.compile(r"[a-z0-9_-]{1,}")
-_JWT_HEAD = re.compile(r"eyj(?=[a-z0-9_-])")
+_JWT_RUN = lazy(r"(?<![a-z0-9_-])[a-z0-9_-]{4,}(?=\.eyj[a-z0-9_-]{1,}\.[a-z0-9_-])")
+_JWT_SEGMENT = lazy(r"[a-z0-9_-]{1,}")
+_JWT_HEAD = lazy(r"eyj(?=[a-z0-9_-])")
 
 
 def _jwt_spans(lowered: str) -> list[tuple[int, int]]:
@@ -523,7 +523,7 @@ def _jwt_spans(lowered: str) -> list[tuple[int, int]]:
 
 
 # A bare 40-character AWS secret access key (in prose: "the secret is wJal…").
-_AWS_SECRET_LOWERED = re.compile(r"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])")
+_AWS_SECRET_LOWERED = lazy(r"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])")
 
 
 def _aws_secret(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -562,10 +562,10 @@ _USERINFO = r"(?P<user>[^\s:/\"'<>]{0,128}):(?P<pw>[^\s/\"'<>]{1,256})@"
 _UPSTREAM_SCHEME_BEHIND = "|".join(
     "(?<=" + "".join(f"[{c}{c.upper()}]" for c in name) + "://)"
     for name in ("postgres", "mysql", "mongodb", "redis"))
-_URL_UPSTREAM = re.compile(r"://(?:" + _UPSTREAM_SCHEME_BEHIND + ")" + _USERINFO)
-_URL_OTHER = re.compile(r"://(?!(?:[^\s:/\"'<>]{0,128}):(?:\$\{|\$[A-Za-z_]|\*{1,64}@|\.{3}@))"
+_URL_UPSTREAM = lazy(r"://(?:" + _UPSTREAM_SCHEME_BEHIND + ")" + _USERINFO)
+_URL_OTHER = lazy(r"://(?!(?:[^\s:/\"'<>]{0,128}):(?:\$\{|\$[A-Za-z_]|\*{1,64}@|\.{3}@))"
                         + _USERINFO)
-_SENTRY_DSN = re.compile(r"://[0-9a-fA-F]{32}(?::[0-9a-fA-F]{32})?@")
+_SENTRY_DSN = lazy(r"://[0-9a-fA-F]{32}(?::[0-9a-fA-F]{32})?@")
 
 
 def _redact_urls(text: str, findings: list[str]) -> str:
@@ -579,15 +579,15 @@ def _redact_urls(text: str, findings: list[str]) -> str:
 
 # ─── Authorization headers, Bearer/Basic, curl -u (over the lowered text) ──
 
-_AUTH_HEADER = re.compile(
+_AUTH_HEADER = lazy(
     r"(?P<head>authorization[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
     r"(?:(?:bearer|basic|token|digest|bot|negotiate|apikey|sso-key)[ \t]{1,4})?)"
     r"(?P<value>[a-z0-9._~+/=:-]{4,4096})")
-_BEARER = re.compile(
+_BEARER = lazy(
     r"bearer(?<![\w-]bearer)(?P<sep>[ \t]{1,4})(?P<value>[a-z0-9._~+/=-]{12,4096})")
-_BASIC = re.compile(
+_BASIC = lazy(
     r"basic(?<![\w-]basic)(?P<sep>[ \t]{1,4})(?P<value>[a-z0-9+/]{8,4096}={0,2})(?![a-z0-9+/=])")
-_CURL_USER = re.compile(
+_CURL_USER = lazy(
     r"(?P<head>-(?:u|-user)(?<![\w-]-u)(?<![\w-]--user)[ \t]{1,4}[\"']?[^\s:\"'/]{1,128}:)"
     r"(?P<value>[^\s\"']{1,256})")
 
@@ -660,11 +660,11 @@ def _redact_auth(text: str, findings: list[str]) -> str:
 # key (`api_key`, `signing_key` …); `pass` when it is a whole word (`DB_PASS`).
 # (A short alternation of literals: the regex engine scans for it quickly.)
 _KEY_WORD = r"pass(?:word|wd|phrase|code)?|secret|token|credentials?|key|pwd|auth"
-_STRONG_KEY_PREFIX = re.compile(
+_STRONG_KEY_PREFIX = lazy(
     r"(?:api|access|private|account|master|signing|encryption|hmac|secret|"
     r"shared[_-]?access|app|client|consumer|session|jwt|aes|crypt)[_-]?\Z")
 _KEYWORDS = ("pass", "secret", "token", "credential", "key", "pwd", "auth")
-_KV = re.compile(
+_KV = lazy(
     r"(?P<kw>" + _KEY_WORD + r")(?P<q>[\"']?\]?)"
     r"(?P<sep>[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16})"
     r"(?P<value>\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
@@ -672,7 +672,7 @@ _KV = re.compile(
     r"[^\s\"'`,;&)}\]<>{][^\s\"'`,;&)}\]{]{0,1023}|[\"'`][^\s\"'`]{1,1024})")
 _WEAK_KEYWORDS = frozenset(("key", "pwd", "pass", "auth"))
 _WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_LINE_LEAD = re.compile(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
+_LINE_LEAD = lazy(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
 _TRAILING = ".,;:!?)]}"
 
 
@@ -770,12 +770,12 @@ def _redact_key_values(text: str, findings: list[str]) -> str:
 
 
 # `--password hunter2`, `--token abc` (the `=` form is a key=value).
-_CLI_FLAG = re.compile(
+_CLI_FLAG = lazy(
     r"(?P<head>--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|secret|"
     r"client-secret|access-token|auth-token)[ \t]{1,4})(?P<value>[^\s\"'-][^\s\"']{0,255}|"
     r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
 # `mysql -u root -pS3cret` (the password glued to -p).
-_MYSQL_P = re.compile(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
+_MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
                       r"(?P<value>[^\s\"']{1,256}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
 
 
@@ -817,14 +817,14 @@ def _redact_flags(text: str, findings: list[str]) -> str:
 _PHRASE_KEYWORD = (
     r"(?P<kw>pass(?:word|phrase|code)|passwd|key|secret|token)")
 _PHRASE_VALUE = r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s\"'`<>]{1,256})"
-_PHRASE = re.compile(
+_PHRASE = lazy(
     _PHRASE_KEYWORD +
     r"(?P<ctx>[ \t]{1,4}(?:for|of|to|on)[ \t]{1,4}[^\n.,;:!?=]{1,40}?)?"
     r"(?P<verb>[ \t]{1,4}(?:is|was|will[ \t]be|should[ \t]be)(?:[ \t]{0,4}:)?[ \t]{1,4}"
     r"(?:now[ \t]{1,4}|still[ \t]{1,4}|just[ \t]{1,4}|set[ \t]to[ \t]{1,4})?)" + _PHRASE_VALUE)
-_BARE = re.compile(_PHRASE_KEYWORD + r"(?P<verb>[ \t]{1,4})" + _PHRASE_VALUE)
+_BARE = lazy(_PHRASE_KEYWORD + r"(?P<verb>[ \t]{1,4})" + _PHRASE_VALUE)
 _PASSWORD_WORDS = ("password", "passphrase", "passcode", "passwd")
-_PIN = re.compile(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
+_PIN = lazy(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
                   r"(?:[ \t]{0,4}:)?[ \t]{1,4}(?P<value>[0-9]{4,12})(?![0-9])")
 _PHRASE_WORDS = ("pass", "pin", "key", "secret", "token")
 
@@ -888,15 +888,15 @@ UPSTREAM_PATTERNS_VETTED: tuple[tuple[str, str], ...] = (
 _VETTED = dict(UPSTREAM_PATTERNS_VETTED)
 # Lowercase, case-sensitive forms for the lowered text, with the literal each needs.
 _NET_PATTERNS: dict[str, tuple[str, re.Pattern[str]]] = {
-    "api_key_prefix": ("k-", re.compile(r"(?:sk|pk|rk)-[a-z0-9]{20,}")),
-    "aws_access_key": ("akia", re.compile(r"akia[0-9a-z]{16}")),
-    "github_token": ("gh", re.compile(r"gh[pousr]_[a-z0-9]{36}")),
-    "slack_token": ("xox", re.compile(r"xox[baprs]-[a-z0-9-]+")),
-    "google_api_key": ("aiza", re.compile(r"aiza[0-9a-z_\-]{35}")),
-    "secret_assignment": ("", re.compile(
+    "api_key_prefix": ("k-", lazy(r"(?:sk|pk|rk)-[a-z0-9]{20,}")),
+    "aws_access_key": ("akia", lazy(r"akia[0-9a-z]{16}")),
+    "github_token": ("gh", lazy(r"gh[pousr]_[a-z0-9]{36}")),
+    "slack_token": ("xox", lazy(r"xox[baprs]-[a-z0-9-]+")),
+    "google_api_key": ("aiza", lazy(r"aiza[0-9a-z_\-]{35}")),
+    "secret_assignment": ("", lazy(
         r"(?P<head>(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)"
         r"\s*[=:]\s*['\"]?)[^\s'\"<>{}]{8,}")),
-    "private_key_block": ("-----begin", re.compile(
+    "private_key_block": ("-----begin", lazy(
         r"-----begin (?:rsa |ec |dsa |openssh |pgp )?private key-----")),
 }
 _ASSIGNMENT_WORDS = ("password", "passwd", "pwd", "secret", "token", "key")
@@ -908,8 +908,8 @@ _NET_KIND = {"api_key_prefix": "api-key", "aws_access_key": "aws-access-key",
 # For an unvetted upstream pattern (a newer upstream), the longest text it is
 # run on: its cost is unknown.
 UNVETTED_MAX_CHARS = 32_768
-_UPSTREAM_SCHEME = re.compile(r"(?:postgres|mysql|mongodb|redis)://")
-_ENV_RULE = re.compile(r"\A(?P<head>\s*(?:db_pass|secret_key|auth_token|api_secret))\s*=")
+_UPSTREAM_SCHEME = lazy(r"(?:postgres|mysql|mongodb|redis)://")
+_ENV_RULE = lazy(r"\A(?P<head>\s*(?:db_pass|secret_key|auth_token|api_secret))\s*=")
 
 _upstream_cache: list[tuple[str, re.Pattern[str] | None]] | None = None
 

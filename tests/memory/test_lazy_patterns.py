@@ -55,3 +55,29 @@ def test_a_tag_is_still_cut_from_a_prompt() -> None:
     text = "before <memory-data>\n- (fact) x\n</memory-data> after"
     assert strip.strip_injected(text) == "before  after"
     assert strip.strip_injected("no tags at all") == "no tags at all"
+
+
+def test_a_plain_prompt_compiles_only_the_few_patterns_every_text_needs() -> None:
+    """A hook process scrubs the prompt before it spools it: the patterns of secrets
+    the prompt does not hint at (no `://`, no `-----BEGIN`, no `eyJ`...) are never
+    compiled (about 40 of them: 7 ms of a cold prompt)."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json\n"
+        "from dsh_mnemo.lazy_re import LazyPattern\n"
+        "from dsh_mnemo.memory import scrub\n"
+        "every = {n for n, v in vars(scrub).items() if isinstance(v, LazyPattern)}\n"
+        "text = scrub.scrub('how do we deploy the checkout service? it failed with exit "
+        "code 2 after make release', 'redact').text\n"
+        "done = sorted(n for n in every if vars(scrub)[n]._compiled is not None)\n"
+        "print(json.dumps([len(every), done, text]))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    total, compiled, text = json.loads(result.stdout)
+    assert text.startswith("how do we deploy") and "<redacted" not in text
+    assert total >= 30
+    assert set(compiled) <= {"_ASCII_CONTROL", "_LINE_BREAKS", "_AWS_SECRET_LOWERED",
+                             "_ENV_RULE"}
