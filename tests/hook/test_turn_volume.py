@@ -66,11 +66,8 @@ def test_captured_turns_do_not_change_what_a_prompt_recalls(
 
     # months of use: the project's earlier questions, asked again and again
     turns = bench.history_turns(project, 8)
-    for n, turn in enumerate(turns):
-        session = f"earlier-{n // 4}"
-        run_inprocess("prompt", "generic", {"cwd": str(path), "session_id": session,
-                                            "prompt": turn})
-        run_inprocess("turn-end", "generic", {"cwd": str(path), "session_id": session,
+    for n, turn in enumerate(turns):  # the generic turn end carries the user's message
+        run_inprocess("turn-end", "generic", {"cwd": str(path), "session_id": f"earlier-{n}",
                                               "user": turn, "assistant": "Done."})
     assert conversation_rows(data_dir) >= 100 > len(project.memories)
 
