@@ -28,12 +28,12 @@ class StandingList:
 def at_session_start(ctx: MemoryContext, settings: Settings) -> list[standing_memory.Standing]:
     """The standing memories that apply here, in the order a session's start gives
     them, each marked with whether the block's budget has room for it."""
-    from ..hook.inject import Line, fitting
+    from ..hook.inject import Line, pack_block
 
     items = standing_memory.order_for(standing_memory.list_standing(ctx))
-    fits = fitting([Line(content=s.content, level=s.level, timestamp=None) for s in items],
-                   ctx.display_name or "workspace", int(settings["standing.budget_chars"]),
-                   kind="standing")
+    _, fits = pack_block([Line(content=s.content, level=s.level, timestamp=None)
+                          for s in items], ctx.display_name or "workspace",
+                         int(settings["standing.budget_chars"]), kind="standing")
     for item, fit in zip(items, fits, strict=True):
         item.at_session_start = fit
     return items

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ..lazy_re import lazy
+from ..memory.banks import TALK_SOURCE
 from ..memory.lexical import CJK as _CJK
 from ..memory.lexical import CJK_CHARS, STOPWORDS, has_cjk
 from ..memory.lexical import WORD as _WORD
@@ -57,7 +58,7 @@ def tokens(text: str) -> frozenset[str]:
 
 
 def _is_raw(memory: Recalled) -> bool:
-    return (memory.source == "conversation"
+    return (memory.source == TALK_SOURCE
             or memory.content.startswith(("[USER]", "[IDENTITY]")))
 
 
@@ -77,7 +78,7 @@ def quality(memory: Recalled) -> float:
     factor = 1.0
     if source in DISTILLED_SOURCES:
         factor *= 1.12
-    if source == "conversation":
+    if source == TALK_SOURCE:
         factor *= 0.72
     if content.startswith("[USER]"):
         factor *= 0.68

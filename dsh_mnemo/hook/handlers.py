@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ROLE_PREFIX = {"user": "[USER] ", "assistant": "[ASSISTANT] "}
 IMPORTANCE = {"user": 0.5, "assistant": 0.15}
-SOURCE = "conversation"
 MAX_QUERY_CHARS = 2000
 
 
@@ -326,7 +325,7 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
     if not run.settings["standing.enabled"] or not spool.mark_standing(force=force):
         return None
     from ..memory import standing
-    from .inject import Line, fitting, render_block
+    from .inject import Line, pack_block
 
     ctx = run.context(cwd, session_id)
     items = standing.list_standing(ctx, run.base)
@@ -340,11 +339,11 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
                                  else None)
     name = ctx.display_name or "workspace"
     lines = [Line(content=s.content, level=s.level, timestamp=None) for s in ordered]
-    budget = int(run.settings["standing.budget_chars"])
+    block, fits = pack_block(lines, name, int(run.settings["standing.budget_chars"]),
+                             kind="standing")
     # What the budget leaves out stays an ordinary memory for this session's recall.
-    spool.note_standing_given([s.id for s, fits in zip(ordered, fitting(
-        lines, name, budget, kind="standing"), strict=True) if fits])
-    return render_block(lines, name, budget, kind="standing")
+    spool.note_standing_given([s.id for s, held in zip(ordered, fits, strict=True) if held])
+    return block
 
 
 def on_session_start(run: HookRun, event: HookEvent) -> None:
@@ -387,8 +386,7 @@ def note_embedding_failure(run: HookRun, reason: str) -> None:
         pass
 
 
-def recall_block(run: HookRun, ctx: MemoryContext, query: str,
-                 spool: Spool | None = None) -> str | None:
+def recall_block(run: HookRun, ctx: MemoryContext, query: str, spool: Spool) -> str | None:
     storage = _storage()
     from . import gate
     from .inject import Line, render_block
@@ -407,7 +405,7 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str,
         # Standing memories reach the model once a session, in their own block: the
         # prompt-time block never repeats one.  One the block's budget left out (or
         # every one, when no block was given) is recalled like any other memory.
-        given = spool.standing_given() if spool is not None else None
+        given = spool.standing_given()
         memories = [m for m in memories
                     if m.source != STANDING or (given is not None and m.id not in given)]
     semantic = embed is not None and any("cosine" in m.signals for m in memories)
@@ -461,6 +459,8 @@ def already_stored(target: Target, content: str, base: Path) -> bool:
 def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None,
               session_id: str | None, *, check_duplicate: bool = False) -> Target | None:
     """Store one turn; the target written to, or None when nothing was stored."""
+    from ..memory.banks import TALK_SOURCE
+
     storage = _storage()
 
     ctx = _write_context(run, cwd, session_id)
@@ -477,7 +477,7 @@ def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None
             continue
         if check_duplicate and already_stored(target, content, run.base):
             continue
-        result = storage.remember_at(target, content, source=SOURCE,
+        result = storage.remember_at(target, content, source=TALK_SOURCE,
                                      importance=IMPORTANCE[role], base=run.base,
                                      scrub_policy=run.settings["scrub.policy"],
                                      embed=embedder(run))

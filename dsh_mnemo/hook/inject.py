@@ -156,19 +156,17 @@ def render_block(lines: Iterable[Line], workspace: str, budget: int, *,
     session-start block of standing memories (its own tag attribute and
     preface).
     """
-    head, preface, tail = _frame(workspace, kind)
-    body = [rendered for rendered in _packed(lines, head, preface, tail, budget)
-            if rendered is not None]
-    if not body:
-        return None
-    return "\n".join([head, preface, *body, tail])
+    return pack_block(lines, workspace, budget, kind=kind)[0]
 
 
-def fitting(lines: Iterable[Line], workspace: str, budget: int, *,
-            kind: str | None = None) -> list[bool]:
-    """For each of `lines`, in order: does `render_block` give it the model?"""
+def pack_block(lines: Iterable[Line], workspace: str, budget: int, *,
+               kind: str | None = None) -> tuple[str | None, list[bool]]:
+    """`render_block`'s block, and for each of `lines`, in order, whether it holds it."""
     head, preface, tail = _frame(workspace, kind)
-    return [rendered is not None for rendered in _packed(lines, head, preface, tail, budget)]
+    packed = _packed(lines, head, preface, tail, budget)
+    body = [rendered for rendered in packed if rendered is not None]
+    block = "\n".join([head, preface, *body, tail]) if body else None
+    return block, [rendered is not None for rendered in packed]
 
 
 def _frame(workspace: str, kind: str | None) -> tuple[str, str, str]:

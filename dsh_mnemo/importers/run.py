@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..errors import RefusedError
+from ..memory.banks import TALK_SOURCE
 from ..record import field, record
 from ..report import Progress
 from . import formats
@@ -428,7 +429,7 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
             written: list[tuple[str, str]] = []
             recorded = []
             for row in batch:
-                result = remember_at(target, row.content, source="conversation",
+                result = remember_at(target, row.content, source=TALK_SOURCE,
                                      importance=row.importance, base=base)
                 if result.filtered:
                     summary.rows_filtered += 1

@@ -39,6 +39,9 @@ DEFAULT_MAX_ITEMS = 10_000
 
 # The recallable memories: what a person means by "rows" of a namespace.
 MEMORY_TABLES = ("working_memory", "episodic_memory")
+# The `source` of a captured conversation turn (`mnemo hook`'s capture,
+# imported transcripts): a `[USER] …` or `[ASSISTANT] …` row, not a fact.
+TALK_SOURCE = "conversation"
 
 
 # ─── Opening ────────────────────────────────────────────────────────────────

@@ -35,6 +35,8 @@ from ..embed import flat
 from ..record import field, record
 from .banks import (
     BUSY_TIMEOUT_SECONDS,
+    MEMORY_TABLES,
+    TALK_SOURCE,
     connect_readonly,
     count,
     reader,
@@ -53,10 +55,6 @@ TABLE = "mnemo_vectors"
 DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (memory_id TEXT PRIMARY KEY, "
        "model_id TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL, "
        "updated_at TEXT NOT NULL)")
-MEMORY_TABLES = ("working_memory", "episodic_memory")
-# The source of a captured conversation turn (`mnemo hook`'s capture, imported
-# transcripts): the prompt's profile is taken over the other memories.
-TALK_SOURCE = "conversation"
 BATCH = 16
 
 _loaded: dict[tuple[Any, ...], LoadResult] = {}

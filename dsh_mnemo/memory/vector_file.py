@@ -26,7 +26,7 @@ Layout (all integers little-endian):
                                the ids' byte length and the matrix's offset
     ids                        UTF-8, one per line
     kinds                      one byte a row: 1 for a memory, 0 for a captured
-                               conversation turn (`semantic.TALK_SOURCE`)
+                               conversation turn (`banks.TALK_SOURCE`)
     padding to 64 bytes
     matrix                     capacity x dim float32; rows past `rows` are a
                                hole in the file (zeros, no disk blocks): room
