@@ -110,10 +110,21 @@ class HookRun:
     # The prompt's query vector, started as soon as the prompt is known
     # (`query_vector`): the standing order and the recall share it.
     pending: Any = None
-    _contexts: dict[tuple[str, str | None], MemoryContext] = field(default_factory=dict)
+    _contexts: dict[tuple[str, str | None], MemoryContext | BaseException] = field(
+        default_factory=dict)
+    _failed: list[BaseException] = field(default_factory=list)
 
     def log(self, message: str, level: str = "error") -> None:
         log.write(message, harness=self.harness, event=self.kind, level=level, base=self.base)
+
+    def failed(self, step: str, exc: BaseException) -> None:
+        """Log a step's failure, once per failure: a context that cannot be resolved
+        fails the early vector, the standing block and the recall alike, and is one
+        problem, logged by the first of them."""
+        if any(exc is seen for seen in self._failed):
+            return
+        self._failed.append(exc)
+        self.log(f"{step}: {log.describe(exc)}")
 
     def later(self, work: Callable[[], None]) -> None:
         if self.defer is not None:
@@ -126,9 +137,16 @@ class HookRun:
         from ..workspace.context import resolve_memory_context
 
         key = (cwd, session_id)
-        if self._contexts.get(key) is None:
-            self._contexts[key] = resolve_memory_context(cwd, session_id, self.settings)
-        return self._contexts[key]
+        known = self._contexts.get(key)
+        if known is None:
+            try:
+                known = resolve_memory_context(cwd, session_id, self.settings)
+            except Exception as exc:
+                known = exc  # the same failure for every later step: not resolved twice
+            self._contexts[key] = known
+        if isinstance(known, BaseException):
+            raise known
+        return known
 
     def query_vector(self, embed: Any, text: str) -> Any:
         """`text`'s vector on its way (`embed.PendingQuery`), started once per call."""
@@ -206,7 +224,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
                         f"that could not be stored): dropped the {dropped} oldest pending "
                         "turn(s)", level="warning")
         except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
-            run.log(f"spool: {log.describe(exc)}")
+            run.failed("spool", exc)
     context_text = None
     if inject:
         parts: list[str] = []
@@ -217,13 +235,13 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
             if block:
                 parts.append(block)
         except Exception as exc:  # noqa: BLE001 - the recalled block still goes in
-            run.log(f"standing: {log.describe(exc)}")
+            run.failed("standing", exc)
         try:
             recalled = build_context(run, cwd, event.session_id, text, spool)
             if recalled:
                 parts.append(recalled)
         except Exception as exc:  # noqa: BLE001 - no injection, but still store turns
-            run.log(f"recall: {log.describe(exc)}")
+            run.failed("recall", exc)
         context_text = "\n\n".join(parts) or None
     run.emit(format_output(run.harness, "prompt", context_text))
     session_id = event.session_id
@@ -275,7 +293,7 @@ def early_query_vector(run: HookRun, cwd: str, session_id: str | None, text: str
         if ctx.bound:
             run.query_vector(embed, recall_text(text, ctx))
     except Exception as exc:  # noqa: BLE001 - the recall starts it again
-        run.log(f"query vector: {log.describe(exc)}")
+        run.failed("query vector", exc)
 
 
 def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
@@ -367,7 +385,7 @@ def on_session_start(run: HookRun, event: HookEvent) -> None:
             block = standing_block(run, cwd, event.session_id, spool,
                                    force=event.start_source in ("compact", "clear"))
         except Exception as exc:  # noqa: BLE001 - fail open
-            run.log(f"standing: {log.describe(exc)}")
+            run.failed("standing", exc)
     run.emit(format_output(run.harness, "session-start", block))
 
 
@@ -536,7 +554,7 @@ def store_turns(run: HookRun, spool: Spool, turns: list[Turn], *, attempt: int =
             failed.append(turn)
             continue
         except Exception as exc:  # noqa: BLE001 - keep the turn for a later try
-            run.log(f"capture: {log.describe(exc)}")
+            run.failed("capture", exc)
             failed.append(turn)
             continue
         stored.append(turn)

@@ -424,3 +424,31 @@ def test_spool_remembers_recently_stored_turns(tmp_path: Path) -> None:
     assert not spool.recently_stored("something else")
     spool.end_session()
     assert not spool.recently_stored("asked once")
+
+
+def test_a_context_that_cannot_be_resolved_is_resolved_and_logged_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken index fails the early vector, the standing block and the recall alike:
+    one attempt to resolve it and one log line per hook call, not one per step."""
+    from dsh_mnemo.config import load_settings
+    from dsh_mnemo.hook import handlers
+    from dsh_mnemo.workspace import context
+
+    calls: list[str] = []
+
+    def broken(cwd: Any, session_id: Any, settings: Any, **_: Any) -> Any:
+        calls.append(str(cwd))
+        raise OSError(5, "Input/output error", "identity.json")
+
+    monkeypatch.setattr(context, "resolve_memory_context", broken)
+    run = handlers.HookRun(harness="claude-code", kind="prompt", settings=load_settings(),
+                           base=tmp_path, emit=lambda _text: None)
+    for step in ("query vector", "standing", "recall"):
+        with pytest.raises(OSError) as raised:
+            run.context(str(tmp_path), "s1")
+        run.failed(step, raised.value)
+    assert calls == [str(tmp_path)]
+    lines = (tmp_path / "logs" / "hook.log").read_text().splitlines()
+    assert len(lines) == 1 and "query vector: " in lines[0] and "Input/output error" in lines[0]
+    run.failed("capture", OSError("another problem"))  # a different failure is logged too
+    assert len((tmp_path / "logs" / "hook.log").read_text().splitlines()) == 2
