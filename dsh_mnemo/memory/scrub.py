@@ -664,12 +664,16 @@ _STRONG_KEY_PREFIX = lazy(
     r"(?:api|access|private|account|master|signing|encryption|hmac|secret|"
     r"shared[_-]?access|app|client|consumer|session|jwt|aes|crypt)[_-]?\Z")
 _KEYWORDS = ("pass", "secret", "token", "credential", "key", "pwd", "auth")
+# `&` ends a value only where the next query parameter starts (`?password=x&ssl=true`);
+# in prose or a config line it is part of the value (`password: Tr0ub&dor3`).
+_NOT_NEXT_PARAM = r"&(?![a-z_][a-z0-9_.\[\]-]{0,64}=)"
 _KV = lazy(
     r"(?P<kw>" + _KEY_WORD + r")(?P<q>[\"']?\]?)"
     r"(?P<sep>[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16})"
     r"(?P<value>\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
     r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|"
-    r"[^\s\"'`,;&)}\]<>{][^\s\"'`,;&)}\]{]{0,1023}|[\"'`][^\s\"'`]{1,1024})")
+    r"[^\s\"'`,;&)}\]<>{](?:[^\s\"'`,;&)}\]{]|" + _NOT_NEXT_PARAM + r"){0,1023}|"
+    r"[\"'`][^\s\"'`]{1,1024})")
 _WEAK_KEYWORDS = frozenset(("key", "pwd", "pass", "auth"))
 _WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _LINE_LEAD = lazy(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
@@ -778,6 +782,13 @@ _CLI_FLAG = lazy(
 _MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
                       r"(?P<value>[^\s\"']{1,256}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
 
+# `docker login -u bot -p S3cret registry`, `sshpass -p S3cret ssh host`: a short
+# `-p` that is a password only for these commands (`docker run -p 8080:80` is a port).
+_LOGIN_P = lazy(r"(?P<head>(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|"
+                r"helm[ \t]{1,4}registry)[ \t]{1,4}login|sshpass)"
+                r"(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-p[ \t]{1,4})"
+                r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+
 
 def _quoted_value(match: re.Match[str], text: str) -> tuple[int, int, str]:
     """The value's span and text, inside its quotes when it has them."""
@@ -807,6 +818,8 @@ def _redact_flags(text: str, findings: list[str]) -> str:
         text = _sub(_CLI_FLAG, text, findings, _flag)
     if "-p" in text and ("mysql" in text or "mariadb" in text):
         text = _sub(_MYSQL_P, text, findings, _mysql)
+    if "-p" in text and ("login" in text or "sshpass" in text):
+        text = _sub(_LOGIN_P, text, findings, _mysql)
     return text
 
 
@@ -827,6 +840,32 @@ _PASSWORD_WORDS = ("password", "passphrase", "passcode", "passwd")
 _PIN = lazy(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
                   r"(?:[ \t]{0,4}:)?[ \t]{1,4}(?P<value>[0-9]{4,12})(?![0-9])")
 _PHRASE_WORDS = ("pass", "pin", "key", "secret", "token")
+# "set the wifi password to Sunshine2024!", "changed the admin password to …".
+_SET_TO = lazy(
+    r"(?<![\w-])(?:set|sets|change|changes|changed|reset|resets|update|updates|updated|"
+    r"rotate|rotated)[ \t]{1,4}(?:[^\n.,;:!?=]{1,40}?[ \t]{1,4})?"
+    r"(?P<kw>pass(?:word|phrase|code)|passwd)(?P<verb>[ \t]{1,4}to[ \t]{1,4})" + _PHRASE_VALUE)
+# Chinese, Japanese, Korean: "数据库密码是 …", "密码：…", "パスワードは …", "비밀번호는 …".
+# A password word with a connector (or a colon) names its value; a key or token
+# word, or a password word with none, only a value that looks random.  Secrets
+# are ASCII, so the value is the run of printable ASCII after it.
+_CJK_SECRET_WORDS = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "パスワード", "비밀번호")
+_CJK_PHRASE = lazy(
+    r"(?P<kw>密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)"
+    r"(?P<verb>[ \t]{0,4}(?:是|为|為|：|:|=|改成了?|改为|改為|设为|设置为|設為|は|が|는|은|가)?"
+    r"[ \t]{0,4})"
+    r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|“[^”\n]{1,256}”|"
+    r"「[^」\n]{1,256}」|[!#-~]{1,256})")
+_CJK_PASSWORD_WORDS = frozenset(("密码", "口令", "パスワード", "비밀번호"))
+_CJK_QUOTES = {"“": "”", "「": "」"}
+# Markup and Dockerfiles: `<password>…</password>`, `ENV API_TOKEN …` (its legacy,
+# `=`-less form; `ENV KEY=value` is a key=value).
+_XML_SECRET = lazy(
+    r"<(?P<tag>[a-z0-9_.:-]{0,40}(?:password|passwd|secret|token|api[_-]?key|apikey|"
+    r"access[_-]?key|private[_-]?key|credentials?))>(?P<value>[^<\n]{1,512})</(?P=tag)>")
+_DOCKER_ENV = lazy(
+    r"(?m)^[ \t]{0,32}env[ \t]{1,8}(?P<key>[a-z0-9_.-]{0,64}(?:password|passwd|secret|token|"
+    r"api_?key|access_?key|private_?key|credentials?))[ \t]{1,8}(?P<value>[^\s=][^\n]{0,1023})")
 
 
 def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -856,14 +895,73 @@ def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
 
 
 def _redact_phrases(text: str, findings: list[str]) -> str:
+    if not text.isascii() and any(word in text for word in _CJK_SECRET_WORDS):
+        text = _sub(_CJK_PHRASE, text, findings, _cjk_phrase)
     lowered = _lower(text)
     if not any(word in lowered for word in _PHRASE_WORDS):
         return text
     if "pin" in lowered:
         text = _replace_span(_PIN, text, findings, "value", "value", marker("pin"), "pin",
                              lowered=True)
+    if " to " in lowered:
+        text = _sub(_SET_TO, text, findings, _set_to)
     text = _sub(_PHRASE, text, findings, _phrase)
     return _sub(_BARE, text, findings, _phrase)
+
+
+def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    """"set the password to …": a quoted value, or one with a digit or a symbol
+    ("to something only you know" is prose)."""
+    value = match.group("value")
+    if value[0] not in "\"'`" and value.rstrip(_TRAILING).isalpha():
+        return None
+    return _phrase(match, text)
+
+
+def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _value(match, text)
+    if _is_placeholder(value):
+        return None
+    close = _CJK_QUOTES.get(value[0], value[0]) if value[0] in "\"'`“「" else None
+    if close is not None and value[-1] == close:
+        start, end, inner = start + 1, end - 1, value[1:-1]
+    else:
+        inner = value.rstrip(_TRAILING)
+        end = start + len(inner)
+    if not inner or _is_placeholder(inner):
+        return None
+    keyword = match.group("kw")
+    named = match.group("verb").strip() != ""
+    if keyword in _CJK_PASSWORD_WORDS and (named or close is not None):
+        if close is None and inner.lower() in _STOPWORDS:
+            return None
+        kind = "password"
+    elif _looks_random(inner):
+        kind = "password" if keyword in _CJK_PASSWORD_WORDS else (
+            "token" if keyword == "令牌" else "key")
+    else:
+        return None
+    return start, end, marker(kind), kind
+
+
+def _markup(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _value(match, text)
+    inner = value.strip()
+    if _is_placeholder(inner):
+        return None
+    start += len(value) - len(value.lstrip())
+    end -= len(value) - len(value.rstrip())
+    kind = _kind_for_key(match.group("tag" if "tag" in match.re.groupindex else "key"))
+    return start, end, marker(kind), kind
+
+
+def _redact_markup(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)
+    if "</" in lowered:
+        text = _sub(_XML_SECRET, text, findings, _markup)
+    if "env" in lowered:
+        text = _sub(_DOCKER_ENV, text, findings, _markup)
+    return text
 
 
 # ─── The safety net: upstream's own secret patterns ────────────────────────
@@ -1171,6 +1269,7 @@ def find_and_redact(text: str) -> ScrubResult:
     text = _redact_auth(text, findings)
     text = _redact_key_values(text, findings)
     text = _redact_flags(text, findings)
+    text = _redact_markup(text, findings)
     text = _redact_phrases(text, findings)
     text = _net(text, findings)
     return ScrubResult(text=text, findings=findings)

@@ -143,6 +143,9 @@ _AGE = "AGE-SECRET-KEY-1" + fake("age", 58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L").
 _SNTRYS = "sntrys_" + fake("sntrys", 120, URLSAFE)
 _CF_TOKEN = fake("cloudflare", 40, URLSAFE)
 _MULTI = f"violet {fake('mw1', 6, 'abcdefghijklmnopqrstuvwxyz')} lantern {fake('mw2', 5, DIGITS)}"
+_PW_AMP = fake("amp1", 8) + "&" + fake("amp2", 7)
+_PW_CJK = fake("cjk", 11) + "#7"
+_ZH_TOKEN = fake("zhtoken", 32)
 _NETRC_PW = _HEROKU_UUID.replace("-", "")[::-1][:8] + "-" + fake("netrc", 27, HEX)
 
 SECRETS: tuple[Secret, ...] = (
@@ -346,6 +349,29 @@ SECRETS: tuple[Secret, ...] = (
     _s("pin-is", "phrase", "my PIN is 482913 for the door", "482913", keep=("for the door",)),
     _s("cli-password", "phrase", "run mysqladmin --password {v} status", _PW4, keep=("status",)),
     _s("mysql-p", "phrase", "mysql -u root -p{v} shop < dump.sql", _PW8, keep=("shop < dump.sql",)),
+    # A password with `&` in it (not a query string's next parameter)
+    _s("password-ampersand-prose", "phrase", "the prod db password: {v} for the report",
+       _PW_AMP, needle=_PW_AMP.split("&")[1], keep=("for the report",)),
+    _s("secret-ampersand-env", "env", "secret={v} in the shell", _PW_AMP,
+       needle=_PW_AMP.split("&")[1], keep=("in the shell",)),
+    _s("set-password-to", "phrase", "set the wifi password to {v} for guests", _PW3,
+       keep=("for guests",)),
+    # Chinese, Japanese, Korean
+    _s("zh-password-is", "cjk", "数据库密码是 {v}，别外传", _PW_CJK, keep=("别外传",)),
+    _s("zh-password-colon", "cjk", "测试环境的密码：{v}", _PW_CJK, keep=("测试环境",)),
+    _s("zh-password-bare", "cjk", "管理员账号 admin 密码 {v} 登录后台", _PW1, keep=("登录后台",)),
+    _s("zh-key-is", "cjk", "签名密钥是 {v}，不要提交", _HEX_KEY, keep=("不要提交",)),
+    _s("zh-token-is", "cjk", "令牌是 {v}，有效期一天", _ZH_TOKEN, keep=("有效期一天",)),
+    _s("ja-password", "cjk", "パスワードは {v} です", _PW_CJK, keep=("です",)),
+    _s("ko-password", "cjk", "비밀번호는 {v} 입니다", _PW_CJK, keep=("입니다",)),
+    # Command lines, markup, Dockerfiles
+    _s("docker-login-p", "cli", "docker login -u bot -p {v} registry.acme.dev", _PW5,
+       keep=("registry.acme.dev",)),
+    _s("sshpass", "cli", "sshpass -p '{v}' ssh deploy@bastion", _PW6, keep=("ssh deploy@bastion",)),
+    _s("xml-password", "config", "<datasource><password>{v}</password></datasource>", _PW8,
+       keep=("</password></datasource>",)),
+    _s("dockerfile-env", "config", "FROM python:3.12\nENV API_TOKEN {v}\nRUN make", _ZH_TOKEN,
+       keep=("RUN make",)),
     # Labelled base64/hex keys
     _s("base64-key", "labelled", "the encryption key is {v} for the backups", _B64_KEY,
        keep=("for the backups",)),
@@ -428,4 +454,19 @@ BENIGN: tuple[str, ...] = (
     "Tasks like task-runner-cleanup-nightly run at 02:00.",
     "We deploy with `make release`, never by hand.",
     "The auth: service is down; try again later.",
+    "密码重置流程需要邮件确认。",
+    "令牌桶每秒补充 10 个令牌。",
+    "密码是用 argon2id 哈希后存储的。",
+    "密码：****** 只是占位符。",
+    "密码是 ${DB_PASSWORD}，从环境变量读取。",
+    "密钥是 RSA 2048 位的。",
+    "パスワードは必須です。",
+    "docker login registry.acme.dev && docker run -p 8080:80 nginx",
+    "docker login --password-stdin registry.acme.dev",
+    "Set the password to something only you know.",
+    "Send the password reset link to the user.",
+    "<password>${DB_PASSWORD}</password> comes from the environment.",
+    "<password-policy>strict</password-policy>",
+    "ENV NODE_ENV production",
+    "GET https://api.example.com/v1/users?token_type=bearer&page=2 returns JSON.",
 )
