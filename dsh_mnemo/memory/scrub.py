@@ -666,13 +666,13 @@ _STRONG_KEY_PREFIX = lazy(
 _KEYWORDS = ("pass", "secret", "token", "credential", "key", "pwd", "auth")
 # `&` ends a value only where the next query parameter starts (`?password=x&ssl=true`);
 # in prose or a config line it is part of the value (`password: Tr0ub&dor3`).
-_NOT_NEXT_PARAM = r"&(?![a-z_][a-z0-9_.\[\]-]{0,64}=)"
+_NEXT_PARAM = lazy(r"&[a-z_][a-z0-9_.\[\]-]{0,64}=")
 _KV = lazy(
     r"(?P<kw>" + _KEY_WORD + r")(?P<q>[\"']?\]?)"
     r"(?P<sep>[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16})"
     r"(?P<value>\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
     r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|"
-    r"[^\s\"'`,;&)}\]<>{](?:[^\s\"'`,;&)}\]{]|" + _NOT_NEXT_PARAM + r"){0,1023}|"
+    r"[^\s\"'`,;&)}\]<>{][^\s\"'`,;)}\]{]{0,1023}|"
     r"[\"'`][^\s\"'`]{1,1024})")
 _WEAK_KEYWORDS = frozenset(("key", "pwd", "pass", "auth"))
 _WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -703,6 +703,10 @@ def _kind_for_key(key: str) -> str:
 def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
     """The span of the value to redact for one key=value match (None: keep it)."""
     value_start, end = match.span("value")
+    if "&" in match.group("value"):
+        cut = _NEXT_PARAM.search(match.string, value_start, end)
+        if cut is not None:
+            end = cut.start()
     value = text[value_start:end]
     if len(value) < 2 or _is_placeholder(value):
         return None
