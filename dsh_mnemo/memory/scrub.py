@@ -860,8 +860,10 @@ _CJK_PHRASE = lazy(
     r"[ \t]{0,4})"
     r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|“[^”\n]{1,256}”|"
     r"「[^」\n]{1,256}」|[!#-~]{1,256})")
-_CJK_PASSWORD_WORDS = frozenset(("密码", "口令", "パスワード", "비밀번호"))
-_CJK_QUOTES = {"“": "”", "「": "」"}
+_QUOTES = {"\"": "\"", "'": "'", "`": "`"}
+_CJK_QUOTES = {**_QUOTES, "“": "”", "「": "」"}
+_CJK_KINDS = {"密码": "password", "口令": "password", "パスワード": "password",
+              "비밀번호": "password", "令牌": "token"}
 # Markup and Dockerfiles: `<password>…</password>`, `ENV API_TOKEN …` (its legacy,
 # `=`-less form; `ENV KEY=value` is a key=value).
 _XML_SECRET = lazy(
@@ -872,30 +874,43 @@ _DOCKER_ENV = lazy(
     r"api_?key|access_?key|private_?key|credentials?))[ \t]{1,8}(?P<value>[^\s=][^\n]{0,1023})")
 
 
-def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
-    begin = match.start()
-    if begin and text[begin - 1] in _WORD_BEFORE:
-        return None  # "monkey is", "tokens": not the keyword
+def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *, named: bool,
+                  password: bool, kind_if_random: str) -> tuple[int, int, str, str] | None:
+    """The value a phrase names ("my password is …", "密码是 …").
+
+    A password word that names its value (a verb, a colon, or quotes) redacts
+    any value but a placeholder or a prose word; any other keyword only a value
+    that looks random.  A value that opens a quote counts as quoted; its quotes
+    are kept when it closes them."""
     start, end, value = _value(match, text)
-    keyword = match.group("kw")
-    has_verb = not match.group("verb").isspace()
-    quote = value[0] in "\"'`"
-    if quote:
+    close = quotes.get(value[0])
+    if close is not None and value[-1] == close:
         start, end, inner = start + 1, end - 1, value[1:-1]
     else:
         inner = value.rstrip(_TRAILING)
         end = start + len(inner)
     if not inner or _is_placeholder(inner):
         return None
-    if keyword in _PASSWORD_WORDS and (has_verb or quote):
-        if not quote and inner.lower() in _STOPWORDS:
+    quoted = close is not None
+    if password and (named or quoted):
+        if not quoted and inner.lower() in _STOPWORDS:
             return None
         kind = "password"
     elif _looks_random(inner):
-        kind = _kind_for_key(keyword.replace(" ", "_"))
+        kind = kind_if_random
     else:
         return None
     return start, end, marker(kind), kind
+
+
+def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    begin = match.start()
+    if begin and text[begin - 1] in _WORD_BEFORE:
+        return None  # "monkey is", "tokens": not the keyword
+    keyword = match.group("kw")
+    return _named_secret(match, text, _QUOTES, named=not match.group("verb").isspace(),
+                         password=keyword in _PASSWORD_WORDS,
+                         kind_if_random=_kind_for_key(keyword))
 
 
 def _redact_phrases(text: str, findings: list[str]) -> str:
@@ -923,29 +938,11 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
 
 
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
-    start, end, value = _value(match, text)
-    if _is_placeholder(value):
+    if _is_placeholder(match.group("value")):
         return None
-    close = _CJK_QUOTES.get(value[0], value[0]) if value[0] in "\"'`“「" else None
-    if close is not None and value[-1] == close:
-        start, end, inner = start + 1, end - 1, value[1:-1]
-    else:
-        inner = value.rstrip(_TRAILING)
-        end = start + len(inner)
-    if not inner or _is_placeholder(inner):
-        return None
-    keyword = match.group("kw")
-    named = match.group("verb").strip() != ""
-    if keyword in _CJK_PASSWORD_WORDS and (named or close is not None):
-        if close is None and inner.lower() in _STOPWORDS:
-            return None
-        kind = "password"
-    elif _looks_random(inner):
-        kind = "password" if keyword in _CJK_PASSWORD_WORDS else (
-            "token" if keyword == "令牌" else "key")
-    else:
-        return None
-    return start, end, marker(kind), kind
+    kind = _CJK_KINDS.get(match.group("kw"), "key")
+    return _named_secret(match, text, _CJK_QUOTES, named=match.group("verb").strip() != "",
+                         password=kind == "password", kind_if_random=kind)
 
 
 def _markup(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
