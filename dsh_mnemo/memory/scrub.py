@@ -874,7 +874,7 @@ _DOCKER_ENV = lazy(
     r"api_?key|access_?key|private_?key|credentials?))[ \t]{1,8}(?P<value>[^\s=][^\n]{0,1023})")
 
 
-def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *, named: bool,
+def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
                   password: bool, kind_if_random: str) -> tuple[int, int, str, str] | None:
     """The value a phrase names ("my password is …", "密码是 …").
 
@@ -892,6 +892,7 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *, na
     if not inner or _is_placeholder(inner):
         return None
     quoted = close is not None
+    named = match.group("verb").strip() != ""
     if password and (named or quoted):
         if not quoted and inner.lower() in _STOPWORDS:
             return None
@@ -908,8 +909,7 @@ def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
     if begin and text[begin - 1] in _WORD_BEFORE:
         return None  # "monkey is", "tokens": not the keyword
     keyword = match.group("kw")
-    return _named_secret(match, text, _QUOTES, named=not match.group("verb").isspace(),
-                         password=keyword in _PASSWORD_WORDS,
+    return _named_secret(match, text, _QUOTES, password=keyword in _PASSWORD_WORDS,
                          kind_if_random=_kind_for_key(keyword))
 
 
@@ -941,8 +941,8 @@ def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
     if _is_placeholder(match.group("value")):
         return None
     kind = _CJK_KINDS.get(match.group("kw"), "key")
-    return _named_secret(match, text, _CJK_QUOTES, named=match.group("verb").strip() != "",
-                         password=kind == "password", kind_if_random=kind)
+    return _named_secret(match, text, _CJK_QUOTES, password=kind == "password",
+                         kind_if_random=kind)
 
 
 def _markup(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
