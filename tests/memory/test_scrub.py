@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import unicodedata
 from pathlib import Path
 
@@ -29,6 +28,14 @@ from dsh_mnemo.memory.scrub import (
 from tests.conftest import REPO_ROOT
 from tests.corpus.hostile import MB, TEXT_SHAPES, targets
 from tests.corpus.secrets import BENIGN, SECRETS, Secret
+from tests.cputime import (
+    HOSTILE_LIMIT,
+    assert_cheap,
+    assert_linear,
+    ordinary_text,
+    redact,
+    yardstick,
+)
 
 BY_NAME = {s.name: s for s in SECRETS}
 ROLE_PREFIX = "[USER] "  # how the hook stores a turn
@@ -343,31 +350,29 @@ def test_lone_surrogates_become_the_replacement_character(text: str, expected: s
 
 # ─── Linear time on hostile input ──────────────────────────────────────────
 
-def _cpu(text: str) -> float:
-    started = time.process_time()
-    scrub(text, "redact")
-    return time.process_time() - started
-
-
 SCRUB_SHAPES = sorted(TEXT_SHAPES)
 
 
 @pytest.mark.parametrize("shape", SCRUB_SHAPES)
 def test_scrub_is_fast_and_linear_on_hostile_input(shape: str) -> None:
     big = TEXT_SHAPES[shape](MB)
-    elapsed = _cpu(big)
-    assert elapsed < 1.0, f"{shape}: {elapsed:.2f} s of CPU for 1 MiB"
-    if "scrub" not in targets(shape) or elapsed < 0.03:
-        return
-    small = TEXT_SHAPES[shape](MB // 4)
-    ratio = min(_cpu(big), elapsed) / max(min(_cpu(small), _cpu(small)), 0.005)
-    assert ratio < 8, f"{shape}: 4x the input took {ratio:.1f}x the time"
+    elapsed = assert_cheap(redact, big, HOSTILE_LIMIT, f"{shape} at 1 MiB")
+    if "scrub" in targets(shape):
+        assert_linear(redact, big, TEXT_SHAPES[shape](MB // 4), elapsed, shape)
 
 
 def test_the_old_quadratic_shapes_are_fast_at_4_mib() -> None:
     for shape in ("a-dot-run", "begin-private-key", "password-eq", "prefix-run-sk-",
                   "jwt-heads", "redis-colon-no-at"):
-        assert _cpu(TEXT_SHAPES[shape](4 * MB)) < 4.0, shape
+        assert_cheap(redact, TEXT_SHAPES[shape](4 * MB), 4 * HOSTILE_LIMIT, f"{shape} at 4 MiB")
+
+
+def test_the_yardstick_is_ordinary_text_that_scrub_changes() -> None:
+    text = ordinary_text(MB)
+    assert len(text) == MB
+    redacted = scrub(text, "redact")
+    assert redacted.text != text  # the secrets in it are found: the yardstick exercises redaction
+    assert yardstick() > 0
 
 
 def test_the_module_imports_only_the_standard_library_and_upstreams_filters() -> None:
