@@ -38,6 +38,11 @@ followed, anywhere later, by a `:` and an `@` (`postgres://db:5432/app …
 ping @ops`) also matches upstream's URL rule; rewriting it would damage
 ordinary text, so upstream may still reject such a text.
 
+Full-width forms (U+FF01-FF5E, the ideographic space), as a Chinese, Japanese
+or Korean input method types them (`password：hunter2`, `ＡＰＩ＿ＫＥＹ＝…`), are
+read as ASCII in a second pass over such a text; the lines that held a secret
+are stored in that ASCII reading, every other line as it was.
+
 The patterns favour recall over precision: a false positive costs a few
 characters of a memory, a false negative leaks a credential into every
 future prompt.
@@ -678,6 +683,7 @@ _WEAK_KEYWORDS = frozenset(("key", "pwd", "pass", "auth"))
 _WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _LINE_LEAD = lazy(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
 _TRAILING = ".,;:!?)]}"
+_PUNCTUATION = ".,;:!?"
 
 
 def _weak_secret(value: str) -> bool:
@@ -731,6 +737,10 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
     if value[0] in "\"'`":  # an opening quote never closed on this line
         value_start += 1
         value = value[1:]
+    elif keyword == "passphrase" and match.group("sep").strip() != "=":
+        stop = _passphrase_end(text, value_start)  # `passphrase: correct horse battery staple`
+        if stop is not None:
+            return _Span(value_start, stop, marker("password"), "password")
     if strong and match.group("sep") != "=" and _at_line_start(text, start - len(prefix)):
         # A config line (YAML, INI, TOML: `key: value`, `key = value`): the
         # value is the rest of the line, less a ` #` comment, so a multi-word
@@ -817,7 +827,37 @@ def _mysql(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
     return start, end, marker("password"), "password"
 
 
+# `htpasswd -b .htpasswd dana S3cret`, `htpasswd -nbB dana S3cret`: with `-b` the
+# password is on the command line, after the file and the user (after the user
+# alone with `-n`, which prints instead of writing a file).
+_HTPASSWD = lazy(
+    r"(?<![\w-])htpasswd(?P<flags>(?:[ \t]{1,4}-[a-z]{1,8}(?:[ \t]{1,4}[0-9]{1,3})?){1,6})"
+    r"(?P<args>(?:[ \t]{1,4}(?:\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256})){2,3})")
+_HTPASSWD_ARG = lazy(r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256}")
+_HTPASSWD_FLAG = lazy(r"-([A-Za-z]{1,8})")
+
+
+def _htpasswd(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    # The flags as typed: `-b` (batch: the password follows) is not `-B` (bcrypt).
+    flags = _HTPASSWD_FLAG.findall(text, *match.span("flags"))
+    if not any("b" in flag for flag in flags):
+        return None
+    args = list(_HTPASSWD_ARG.finditer(text, *match.span("args")))
+    index = 1 if any("n" in flag for flag in flags) else 2
+    if len(args) <= index:
+        return None
+    start, end = args[index].span()
+    value = text[start:end]
+    if value[0] in "\"'" and value[-1] == value[0]:
+        start, end, value = start + 1, end - 1, value[1:-1]
+    if _is_placeholder(value):
+        return None
+    return start, end, marker("password"), "password"
+
+
 def _redact_flags(text: str, findings: list[str]) -> str:
+    if "htpasswd" in text:
+        text = _sub(_HTPASSWD, text, findings, _htpasswd)
     if "--" in text:
         text = _sub(_CLI_FLAG, text, findings, _flag)
     if "-p" in text and ("mysql" in text or "mariadb" in text):
@@ -874,14 +914,42 @@ _DOCKER_ENV = lazy(
     r"api_?key|access_?key|private_?key|credentials?))[ \t]{1,8}(?P<value>[^\s=][^\n]{0,1023})")
 
 
+# Where the words of a passphrase end: a sentence's or a clause's punctuation, a
+# line's end, a ` #` comment.
+_CLAUSE_END = lazy(r"[.;,!?](?=\s|\Z)|\n|[ \t]#")
+
+
+def _passphrase_end(text: str, start: int) -> int | None:
+    """Where a passphrase of several words starting at `start` ends, or None.
+
+    "correct horse battery staple", "my dog has fleas 42": plain words, up to
+    the end of the clause.  None when the first word is not a plain word (one
+    token, as any password: the caller's rule applies), or when the words read
+    as prose: a stop word first ("stored in the vault", "required for every
+    push"), unless there are at least three words and a digit among them.
+    """
+    limit = min(len(text), start + 256)
+    cut = _CLAUSE_END.search(text, start, limit)
+    clause = text[start:cut.start() if cut else limit].rstrip()
+    words = clause.split()
+    if len(words) < 2 or not words[0].isalpha():
+        return None
+    if words[0].lower() in _STOPWORDS and not (
+            len(words) >= 3 and any(ch.isdigit() for ch in clause)):
+        return None
+    return start + len(clause)
+
+
 def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
-                  password: bool, kind_if_random: str) -> tuple[int, int, str, str] | None:
+                  password: bool, kind_if_random: str,
+                  words: bool = False) -> tuple[int, int, str, str] | None:
     """The value a phrase names ("my password is …", "密码是 …").
 
     A password word that names its value (a verb, a colon, or quotes) redacts
     any value but a placeholder or a prose word; any other keyword only a value
     that looks random.  A value that opens a quote counts as quoted; its quotes
-    are kept when it closes them."""
+    are kept when it closes them.  With `words` (a passphrase) an unquoted
+    value may be several words (`_passphrase_end`)."""
     start, end, value = _value(match, text)
     close = quotes.get(value[0])
     if close is not None and value[-1] == close:
@@ -889,11 +957,22 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
     else:
         inner = value.rstrip(_TRAILING)
         end = start + len(inner)
+        bare = value.rstrip(_PUNCTUATION)
+        if bare != inner and _is_placeholder(bare):  # `${DB_PASSWORD},`: the `}` is its own
+            return None
+        if value.startswith("{{"):  # a template with spaces inside: `{{ vault_pw }}`
+            shut = text.find("}}", start, min(len(text), start + 130))
+            if shut >= 0 and _is_placeholder(text[start:shut + 2]):
+                return None
     if not inner or _is_placeholder(inner):
         return None
     quoted = close is not None
     named = match.group("verb").strip() != ""
     if password and (named or quoted):
+        if words and not quoted:
+            stop = _passphrase_end(text, start)
+            if stop is not None:
+                return start, stop, marker("password"), "password"
         if not quoted and inner.lower() in _STOPWORDS:
             return None
         kind = "password"
@@ -910,7 +989,7 @@ def _phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
         return None  # "monkey is", "tokens": not the keyword
     keyword = match.group("kw")
     return _named_secret(match, text, _QUOTES, password=keyword in _PASSWORD_WORDS,
-                         kind_if_random=_kind_for_key(keyword))
+                         kind_if_random=_kind_for_key(keyword), words=keyword == "passphrase")
 
 
 def _redact_phrases(text: str, findings: list[str]) -> str:
@@ -1263,7 +1342,13 @@ def find_and_redact(text: str) -> ScrubResult:
     again changes nothing.  Linear time.
     """
     findings: list[str] = []
-    text = clean_invisible(text)
+    text = _redact(clean_invisible(text), findings)
+    if not text.isascii() and _WIDE.search(text) is not None:
+        text = _redact_wide(text, findings)
+    return ScrubResult(text=text, findings=findings)
+
+
+def _redact(text: str, findings: list[str]) -> str:
     text = _redact_blocks(text, findings)
     text = _redact_tokens(text, findings)
     text = _redact_urls(text, findings)
@@ -1272,8 +1357,34 @@ def find_and_redact(text: str) -> ScrubResult:
     text = _redact_flags(text, findings)
     text = _redact_markup(text, findings)
     text = _redact_phrases(text, findings)
-    text = _net(text, findings)
-    return ScrubResult(text=text, findings=findings)
+    return _net(text, findings)
+
+
+# Full-width forms (U+FF01-FF5E) and the ideographic space, as a Chinese, Japanese
+# or Korean input method types them: `password：hunter2`, `API_KEY＝sk-…`,
+# `ＰＡＳＳＷＯＲＤ＝…`.  Each maps to one ASCII character, so positions carry over.
+_WIDE = lazy("[\uff01-\uff5e\u3000]")
+_WIDE_TO_ASCII = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+
+
+def _redact_wide(text: str, findings: list[str]) -> str:
+    """Redact what the patterns find once full-width forms are read as ASCII.
+
+    Only the lines that held such a secret are replaced, by their ASCII reading
+    with the secret redacted; every other line keeps its full-width punctuation.
+    """
+    folded = text.translate(_WIDE_TO_ASCII)
+    found: list[str] = []
+    redacted = _redact(folded, found)
+    if not found:
+        return text
+    findings.extend(found)
+    lines, folded_lines, redacted_lines = (t.split("\n") for t in (text, folded, redacted))
+    if len(redacted_lines) != len(lines):  # a block spanning lines went: take it all
+        return redacted
+    return "\n".join(line if after == before else after
+                     for line, before, after in zip(lines, folded_lines, redacted_lines,
+                                                    strict=True))
 
 
 def scrub(text: str, policy: str = "redact") -> ScrubResult:

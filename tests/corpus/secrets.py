@@ -145,6 +145,8 @@ _CF_TOKEN = fake("cloudflare", 40, URLSAFE)
 _MULTI = f"violet {fake('mw1', 6, 'abcdefghijklmnopqrstuvwxyz')} lantern {fake('mw2', 5, DIGITS)}"
 _PW_AMP = fake("amp1", 8) + "&" + fake("amp2", 7)
 _PW_CJK = fake("cjk", 11) + "#7"
+# A token typed in full-width forms (each ASCII character + U+FEE0).
+_WIDE_TOKEN = "".join(chr(ord(c) + 0xFEE0) for c in fake("wide", 20))
 _ZH_TOKEN = fake("zhtoken", 32)
 _NETRC_PW = _HEROKU_UUID.replace("-", "")[::-1][:8] + "-" + fake("netrc", 27, HEX)
 
@@ -368,6 +370,22 @@ SECRETS: tuple[Secret, ...] = (
     _s("docker-login-p", "cli", "docker login -u bot -p {v} registry.acme.dev", _PW5,
        keep=("registry.acme.dev",)),
     _s("sshpass", "cli", "sshpass -p '{v}' ssh deploy@bastion", _PW6, keep=("ssh deploy@bastion",)),
+    _s("htpasswd-b", "cli", "htpasswd -b /etc/nginx/.htpasswd admin {v} && nginx -s reload",
+       _PW1, keep=("admin", "&& nginx -s reload")),
+    _s("htpasswd-nb", "cli", "htpasswd -nbB deploy '{v}' > users.htpasswd", _PW6,
+       keep=("deploy", "> users.htpasswd")),
+    # Passphrases of plain words
+    _s("passphrase-words-is", "phrase", "the ssh key passphrase is {v}. Ask Dana for the key",
+       "correct horse battery staple", needle="horse battery staple",
+       keep=("the ssh key passphrase is", "Ask Dana for the key")),
+    _s("passphrase-words-colon", "phrase", "passphrase: {v}", "my dog has fleas 42",
+       needle="dog has fleas"),
+    _s("passphrase-words-inline", "phrase", "the backup passphrase: {v}, rotate it yearly",
+       "purple monkey dishwasher 7", needle="monkey dishwasher", keep=("rotate it yearly",)),
+    # Full-width forms, as a Chinese, Japanese or Korean input method types them
+    _s("wide-colon", "cjk", "数据库 password：{v}，别外传", _PW_CJK, keep=("数据库", "别外传")),
+    _s("wide-equals", "cjk", "ＤＢ＿ＰＡＳＳＷＯＲＤ＝{v}", _PW4),
+    _s("wide-key-and-value", "cjk", "ｔｏｋｅｎ：　ｓｋ－{v}", _WIDE_TOKEN),
     _s("xml-password", "config", "<datasource><password>{v}</password></datasource>", _PW8,
        keep=("</password></datasource>",)),
     _s("dockerfile-env", "config", "FROM python:3.12\nENV API_TOKEN {v}\nRUN make", _ZH_TOKEN,
@@ -469,4 +487,13 @@ BENIGN: tuple[str, ...] = (
     "<password-policy>strict</password-policy>",
     "ENV NODE_ENV production",
     "GET https://api.example.com/v1/users?token_type=bearer&page=2 returns JSON.",
+    "The password is ${DB_PASSWORD}, from the environment.",
+    "The password is {{ vault_db_password }} in the prod inventory.",
+    "htpasswd -B -c .htpasswd dana then reload nginx",
+    "htpasswd -c /etc/nginx/.htpasswd admin asks for the password twice.",
+    "The passphrase is stored in the vault.",
+    "The passphrase is required for every push.",
+    "The passphrase is the same as the wifi one.",
+    "中文标点保留：逗号，句号。全角空格　也保留（ＯＫ）。",
+    "ｐａｓｓｗｏｒｄ　ｒｅｓｅｔ　ｆｌｏｗ：发送邮件确认。",
 )
