@@ -40,8 +40,9 @@ ordinary text, so upstream may still reject such a text.
 
 Full-width forms (U+FF01-FF5E, the ideographic space), as a Chinese, Japanese
 or Korean input method types them (`password：hunter2`, `ＡＰＩ＿ＫＥＹ＝…`), are
-read as ASCII in a second pass over such a text; the lines that held a secret
-are stored in that ASCII reading, every other line as it was.
+read as ASCII: a text that has any is scrubbed in that reading, and keeps its
+own characters everywhere but in the stretch of a line from its first
+redaction to its last.
 
 The patterns favour recall over precision: a false positive costs a few
 characters of a memory, a false negative leaks a credential into every
@@ -73,7 +74,9 @@ Kelvin sign lowers to `k` by itself), so upstream's rules keep their
 meaning.  Passes whose keyword is absent are skipped, fixed replacements
 run as C-level substitutions, and a per-match decision (placeholder, stop
 word, random-looking value) is a few string operations.  1 MiB of any shape
-in `tests/corpus/hostile.py` takes well under half a second of CPU.
+in `tests/corpus/hostile.py` costs at most about five times as much CPU as
+1 MiB of ordinary text (0.85 s against 0.16 s on a 2-core x86-64 machine;
+`tests/cputime.py` holds every shape to eight times).
 
 Invisible characters
 --------------------
@@ -257,6 +260,8 @@ def _sub(pattern: re.Pattern[str], text: str, findings: list[str], replace: Repl
     pieces: list[str] = []
     pos = 0
     for match in pattern.finditer(_lower(text)):
+        if match.start() < pos:
+            continue  # inside what the last replacement took (a passphrase runs past its match)
         result = replace(match, text)
         if result is None:
             continue
@@ -337,6 +342,8 @@ def _looks_random(value: str) -> bool:
     """A credential-like string: letters with digits and some variety, or long hex/base64."""
     if len(value) < 8:
         return False
+    if value.isalpha():  # no digit, no symbol: only a long hex run can be random
+        return len(value) >= 32 and _HEX.fullmatch(value) is not None
     chars = set(value)
     has_digit = bool(chars & _DIGITS)
     has_upper = bool(chars & _UPPER)
@@ -738,7 +745,8 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         value_start += 1
         value = value[1:]
     elif keyword == "passphrase" and match.group("sep").strip() != "=":
-        stop = _passphrase_end(text, value_start)  # `passphrase: correct horse battery staple`
+        stop = _passphrase_end(text, value_start,  # `passphrase: correct horse battery staple`
+                               value.split(" ", 1)[0].rstrip(_TRAILING))
         if stop is not None:
             return _Span(value_start, stop, marker("password"), "password")
     if strong and match.group("sep") != "=" and _at_line_start(text, start - len(prefix)):
@@ -919,44 +927,63 @@ _DOCKER_ENV = lazy(
 _CLAUSE_END = lazy(r"[.;,!?](?=\s|\Z)|\n|[ \t]#")
 
 
-def _passphrase_end(text: str, start: int) -> int | None:
+def _passphrase_end(text: str, start: int, first: str) -> int | None:
     """Where a passphrase of several words starting at `start` ends, or None.
 
     "correct horse battery staple", "my dog has fleas 42": plain words, up to
-    the end of the clause.  None when the first word is not a plain word (one
-    token, as any password: the caller's rule applies), or when the words read
-    as prose: a stop word first ("stored in the vault", "required for every
-    push"), unless there are at least three words and a digit among them.
-    """
-    limit = min(len(text), start + 256)
+    the end of the clause (at most 256 characters).  None when the first word
+    (`first`) is not a plain word (one token, as any password: the caller's
+    rule applies), or when the words read as prose: a stop word first ("stored
+    in the vault", "required for every push"), unless at least three words
+    with a digit among them follow within 64 characters.  A text can hold a
+    phrase every few characters, so prose is told within the short window."""
+    if not first.isalpha():
+        return None
+    if first.lower() in _STOPWORDS:
+        window = _clause(text, start, 64)
+        if not any(ch.isdigit() for ch in window) or len(window.split(None, 2)) < 3:
+            return None
+    clause = _clause(text, start, 256)
+    return start + len(clause) if len(clause.split(None, 1)) == 2 else None
+
+
+def _clause(text: str, start: int, most: int) -> str:
+    limit = min(len(text), start + most)
     cut = _CLAUSE_END.search(text, start, limit)
-    clause = text[start:cut.start() if cut else limit].rstrip()
-    words = clause.split()
-    if len(words) < 2 or not words[0].isalpha():
-        return None
-    if words[0].lower() in _STOPWORDS and not (
-            len(words) >= 3 and any(ch.isdigit() for ch in clause)):
-        return None
-    return start + len(clause)
+    return text[start:cut.start() if cut else limit].rstrip()
 
 
 def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
-                  password: bool, kind_if_random: str,
-                  words: bool = False) -> tuple[int, int, str, str] | None:
+                  password: bool, kind_if_random: str, words: bool = False,
+                  raw_placeholder: bool = False) -> tuple[int, int, str, str] | None:
     """The value a phrase names ("my password is …", "密码是 …").
 
     A password word that names its value (a verb, a colon, or quotes) redacts
     any value but a placeholder or a prose word; any other keyword only a value
     that looks random.  A value that opens a quote counts as quoted; its quotes
     are kept when it closes them.  With `words` (a passphrase) an unquoted
-    value may be several words (`_passphrase_end`)."""
+    value may be several words (`_passphrase_end`); with `raw_placeholder` the
+    value as matched, quotes and all, is also checked for a placeholder.
+    Cheapest test first: a text can hold a match every few characters."""
     start, end, value = _value(match, text)
     close = quotes.get(value[0])
-    if close is not None and value[-1] == close:
+    quoted = close is not None
+    if quoted and value[-1] == close:
         start, end, inner = start + 1, end - 1, value[1:-1]
     else:
         inner = value.rstrip(_TRAILING)
         end = start + len(inner)
+    if not inner:
+        return None
+    if password and (quoted or match.group("verb").strip() != ""):
+        kind = "password"
+    elif _looks_random(inner):
+        kind = kind_if_random
+    else:
+        return None
+    if _is_placeholder(inner) or (raw_placeholder and _is_placeholder(value)):
+        return None
+    if not (quoted and value[-1] == close):
         bare = value.rstrip(_PUNCTUATION)
         if bare != inner and _is_placeholder(bare):  # `${DB_PASSWORD},`: the `}` is its own
             return None
@@ -964,22 +991,13 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
             shut = text.find("}}", start, min(len(text), start + 130))
             if shut >= 0 and _is_placeholder(text[start:shut + 2]):
                 return None
-    if not inner or _is_placeholder(inner):
-        return None
-    quoted = close is not None
-    named = match.group("verb").strip() != ""
-    if password and (named or quoted):
-        if words and not quoted:
-            stop = _passphrase_end(text, start)
+    if kind == "password" and not quoted:
+        if words:
+            stop = _passphrase_end(text, start, inner)
             if stop is not None:
-                return start, stop, marker("password"), "password"
-        if not quoted and inner.lower() in _STOPWORDS:
+                return start, stop, marker(kind), kind
+        if inner.lower() in _STOPWORDS:
             return None
-        kind = "password"
-    elif _looks_random(inner):
-        kind = kind_if_random
-    else:
-        return None
     return start, end, marker(kind), kind
 
 
@@ -1017,11 +1035,13 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
 
 
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
-    if _is_placeholder(match.group("value")):
-        return None
+    value = match.group("value")
+    if (not match.group("verb").strip() and value[0] not in _CJK_QUOTES
+            and not _looks_random(value.rstrip(_TRAILING))):
+        return None  # no connector, no quotes: only a random-looking value (the common case)
     kind = _CJK_KINDS.get(match.group("kw"), "key")
     return _named_secret(match, text, _CJK_QUOTES, password=kind == "password",
-                         kind_if_random=kind)
+                         kind_if_random=kind, raw_placeholder=True)
 
 
 def _markup(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -1342,8 +1362,10 @@ def find_and_redact(text: str) -> ScrubResult:
     again changes nothing.  Linear time.
     """
     findings: list[str] = []
-    text = _redact(clean_invisible(text), findings)
-    if not text.isascii() and _WIDE.search(text) is not None:
+    text = clean_invisible(text)
+    if text.isascii() or _WIDE.search(text) is None:
+        text = _redact(text, findings)
+    else:
         text = _redact_wide(text, findings)
     return ScrubResult(text=text, findings=findings)
 
@@ -1363,28 +1385,63 @@ def _redact(text: str, findings: list[str]) -> str:
 # Full-width forms (U+FF01-FF5E) and the ideographic space, as a Chinese, Japanese
 # or Korean input method types them: `password：hunter2`, `API_KEY＝sk-…`,
 # `ＰＡＳＳＷＯＲＤ＝…`.  Each maps to one ASCII character, so positions carry over.
+# The full-width comma, semicolon, parentheses, `!` and `?`, and the ideographic
+# comma and full stop, read as a space: in such text they end a value
+# (`密码：abc123，token=…` holds two), and an ASCII comma would not end every one.
 _WIDE = lazy("[\uff01-\uff5e\u3000]")
-_WIDE_TO_ASCII = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+_WIDE_BREAKS = (0xFF01, 0xFF08, 0xFF09, 0xFF0C, 0xFF1B, 0xFF1F, 0x3001, 0x3002, 0x3000)
+_WIDE_TO_ASCII = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},
+                  **dict.fromkeys(_WIDE_BREAKS, 0x20)}
 
 
 def _redact_wide(text: str, findings: list[str]) -> str:
-    """Redact what the patterns find once full-width forms are read as ASCII.
+    """Redact `text` as read with its full-width forms in ASCII, keeping its own characters.
 
-    Only the lines that held such a secret are replaced, by their ASCII reading
-    with the secret redacted; every other line keeps its full-width punctuation.
+    The patterns run once, over the ASCII reading.  A line they left alone is
+    kept as it was; in a line they changed, only the stretch from the first
+    change to the last is taken from the redacted reading, so `密码：…，别外传`
+    keeps its full-width colon and comma around `<redacted-password>`.
     """
     folded = text.translate(_WIDE_TO_ASCII)
-    found: list[str] = []
-    redacted = _redact(folded, found)
-    if not found:
+    redacted = _redact(folded, findings)
+    if redacted == folded:
         return text
-    findings.extend(found)
     lines, folded_lines, redacted_lines = (t.split("\n") for t in (text, folded, redacted))
-    if len(redacted_lines) != len(lines):  # a block spanning lines went: take it all
+    if len(redacted_lines) != len(lines):  # a block spanning lines went: take the reading
         return redacted
-    return "\n".join(line if after == before else after
-                     for line, before, after in zip(lines, folded_lines, redacted_lines,
-                                                    strict=True))
+    out = []
+    for line, before, after in zip(lines, folded_lines, redacted_lines, strict=True):
+        if after == before:
+            out.append(line)
+            continue
+        head = _common_prefix(before, after)
+        tail = _common_suffix(before, after, min(len(before), len(after)) - head)
+        out.append(line[:head] + after[head:len(after) - tail] + line[len(line) - tail:])
+    return "\n".join(out)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix (slices compared in C, O(n log n))."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _common_suffix(a: str, b: str, most: int) -> int:
+    """The length of the longest common suffix, at most `most`."""
+    low, high = 0, most
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def scrub(text: str, policy: str = "redact") -> ScrubResult:

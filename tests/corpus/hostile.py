@@ -226,6 +226,13 @@ _TEXT_SHAPES.update({
     "secret-space": repeat("secret "),
     "token-is": repeat("token is "),
     "pin-is": repeat("pin is 1234 "),
+    "passphrase-is-words": repeat("passphrase is my dog "),
+    "passphrase-colon-long": prefixed("passphrase: correct", " horse"),
+    "htpasswd-run": repeat("htpasswd -b a b c "),
+    "htpasswd-flags": prefixed("htpasswd", " -bn 12"),
+    "htpasswd-long-arg": prefixed("htpasswd -b a b ", "c"),
+    "wide-password": repeat("ＰＡＳＳＷＯＲＤ＝ｘ "),
+    "wide-colon-lines": repeat("密码 password：a\n"),
     "placeholder-braces": repeat("${"),
     "template-braces": repeat("{{"),
     # Upstream's own rules (the safety net runs them).
@@ -250,7 +257,8 @@ _SCRUB_ONLY = ("prefix-", "password-", "token-", "secret-", "key-", "api-key", "
                "begin-", "end-private", "putty", "aws-", "telegram-", "discord-", "sendgrid-",
                "mysql-", "my-password", "pin-", "export-", "json-password", "bracket-keys",
                "long-key", "short-assignments", "sentry-", "redis-", "postgres-", "scheme-sep",
-               "at-run", "colon-at", "placeholder-", "template-", "double-dash", "random-40")
+               "at-run", "colon-at", "placeholder-", "template-", "double-dash", "random-40",
+               "passphrase-", "htpasswd-", "wide-")
 
 
 def targets(shape: str) -> tuple[str, ...]:

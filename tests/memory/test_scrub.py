@@ -257,6 +257,23 @@ def test_key_value_secrets_keep_their_key(text: str, secret: str, kept: str) -> 
     assert kept in result.text and "<redacted-" in result.text
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("数据库 password：Vx9-abcdefgh12，别外传。\n全角：保留，ＯＫ。",
+     "数据库 password：<redacted-password>，别外传。\n全角：保留，ＯＫ。"),
+    ("ＰＡＳＳＷＯＲＤ＝hunter2hunter2　（旧）", "ＰＡＳＳＷＯＲＤ＝<redacted-password>　（旧）"),
+    ("ｔｏｋｅｎ：　ｓｋ－ａＢ３ｄＥ５ｇＨ７ｊＫ９ｍＮ１ｐＱｒＳ５ｔ　ｏｋ",
+     "ｔｏｋｅｎ：　<redacted-openai-key>　ｏｋ"),
+    # Between two redactions of a line, the ASCII reading (the comma read as a space).
+    ("密码：hunter2abc，ｔｏｋｅｎ＝aB3dE5gH7jK9mN1pQ，好",
+     "密码：<redacted-password> token=<redacted-token>，好"),
+])
+def test_full_width_forms_are_read_as_ascii_and_kept_around_the_marker(
+        text: str, expected: str) -> None:
+    result = scrub(text, "redact")
+    assert result.text == expected
+    assert scrub(result.text, "redact").text == expected
+
+
 def test_private_key_block_is_removed_whole_even_when_unterminated() -> None:
     block = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE\n"
              "-----END OPENSSH PRIVATE KEY-----")
