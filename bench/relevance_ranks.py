@@ -18,7 +18,9 @@ raises it:
   (`clauses`), a penalty for memories close to many others (`hub`), the
   prompt moved toward its top 3 (`feedback`), and a BM25 score over the
   prompt's distinctive words, blended or fused by reciprocal rank (`bm25`,
-  `rrf`).
+  `rrf`), and the wording of the user's closest earlier question borrowed
+  (`bridge`: a memory nearer to that turn than to the prompt gains half the
+  difference).
 
 The candidates are what a prompt's recall can see: the project's workspace
 memories and the global ones (no earlier user turns, no standing memories).
@@ -73,6 +75,9 @@ class Vectors:
                      if p and len(p.strip()) >= MIN_CLAUSE]
             self.clauses[memory.id] = (embedder.embed_documents(parts) if len(parts) > 1
                                        else None)
+        # The project's earlier user turns, embedded as queries (they are questions).
+        self.turns = {name: embedder.embed_queries(list(project.history))
+                      for name, project in dataset.projects.items() if project.history}
         prompts = list(dataset.prompts)
         self.prompt = dict(zip((p.id for p in prompts),
                                embedder.embed_queries([p.text for p in prompts]), strict=True))
@@ -178,6 +183,26 @@ def rrf(weight: float, k: int = 60) -> Scorer:
     return score
 
 
+def bridge(weight: float, floor: float) -> Scorer:
+    """Borrow the wording of the user's closest earlier question: a memory nearer to
+    that turn than to the prompt gains `weight` of the difference (turn cosine >= `floor`)."""
+    def score(v: Vectors, prompt: br.Prompt, memories: list[br.Memory]) -> Any:
+        import numpy as np
+
+        base = cosine(v, prompt, memories)
+        turns = v.turns.get(prompt.project)
+        if turns is None:
+            return base
+        turns = np.asarray(turns)
+        similar = turns @ v.prompt[prompt.id]
+        best = int(np.argmax(similar))
+        if similar[best] < floor:
+            return base
+        via = _matrix(v.passage, memories) @ turns[best]
+        return base + weight * np.maximum(via - base, 0.0)
+    return score
+
+
 VARIANTS: dict[str, tuple[str, Scorer]] = {
     "cosine": ("cosine (what mnemo ranks by)", cosine),
     "symmetric": ("memory embedded as a query", symmetric),
@@ -187,6 +212,8 @@ VARIANTS: dict[str, tuple[str, Scorer]] = {
     "feedback": ("prompt + 0.3 x mean of its top 3", feedback(0.3)),
     "bm25": ("cosine + 0.02 x BM25 (max-normalised)", bm25_blend(0.02)),
     "rrf": ("reciprocal-rank fusion with BM25, weight 0.5", rrf(0.5)),
+    "bridge": ("+ 0.5 x the gain through the closest earlier question (>= 0.88)",
+               bridge(0.5, 0.88)),
 }
 
 
