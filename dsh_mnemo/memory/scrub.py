@@ -1403,12 +1403,23 @@ def _redact_wide(text: str, findings: list[str]) -> str:
     keeps its full-width colon and comma around `<redacted-password>`.
     """
     folded = text.translate(_WIDE_TO_ASCII)
-    redacted = _redact(folded, findings)
+    found: list[str] = []
+    redacted = _redact(folded, found)
     if redacted == folded:
         return text
     lines, folded_lines, redacted_lines = (t.split("\n") for t in (text, folded, redacted))
-    if len(redacted_lines) != len(lines):  # a block spanning lines went: take the reading
-        return redacted
+    if len(redacted_lines) != len(lines):
+        # A block spanning lines went (a private key): take such blocks out in the
+        # text's own reading first, then read what is left again.
+        text = _redact(text, findings)
+        folded = text.translate(_WIDE_TO_ASCII)
+        found = []
+        redacted = _redact(folded, found)
+        lines, folded_lines, redacted_lines = (t.split("\n") for t in (text, folded, redacted))
+        if len(redacted_lines) != len(lines):
+            findings.extend(found)
+            return redacted
+    findings.extend(found)
     out = []
     for line, before, after in zip(lines, folded_lines, redacted_lines, strict=True):
         if after == before:

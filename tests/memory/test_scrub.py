@@ -263,6 +263,10 @@ def test_key_value_secrets_keep_their_key(text: str, secret: str, kept: str) -> 
     ("ＰＡＳＳＷＯＲＤ＝hunter2hunter2　（旧）", "ＰＡＳＳＷＯＲＤ＝<redacted-password>　（旧）"),
     ("ｔｏｋｅｎ：　ｓｋ－ａＢ３ｄＥ５ｇＨ７ｊＫ９ｍＮ１ｐＱｒＳ５ｔ　ｏｋ",
      "ｔｏｋｅｎ：　<redacted-openai-key>　ｏｋ"),
+    # A private key spanning lines goes first, and the rest keeps its characters.
+    ("这是私钥，别外传：\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v\n"
+     "-----END OPENSSH PRIVATE KEY-----\n谢谢（急），password：hunter2abc",
+     "这是私钥，别外传：\n<redacted-private-key>\n谢谢（急），password：<redacted-password>"),
     # Between two redactions of a line, the ASCII reading (the comma read as a space).
     ("密码：hunter2abc，ｔｏｋｅｎ＝aB3dE5gH7jK9mN1pQ，好",
      "密码：<redacted-password> token=<redacted-token>，好"),
