@@ -50,12 +50,15 @@ def _for_people(checks: list[Any]) -> list[Any]:
 
 @view("doctor")
 def _diagnosed(report: Any) -> None:
-    for check in _for_people(report.checks):
+    shown = _for_people(report.checks)
+    for check in shown:
         style = STYLES.get(check.status, "")
         out.print(f"[{style}]{check.status:>7}[/]  [bold]{escape(check.name)}[/]: "
                   f"{escape(check.summary)}")
         if check.fix and check.status != "ok":
             out.print(f"         fix: {escape(check.fix)}")
-    counts = ", ".join(f"{n} {s}" for s, n in report.counts.items() if n)
+    # The lines above, counted (the JSON's `counts` counts each harness's check).
+    counts = ", ".join(f"{n} {status}" for status in report.counts
+                       if (n := sum(1 for c in shown if c.status == status)))
     verdict = "action needed" if report.needs_action else "all good"
     out.print(f"\n{verdict} ({counts})")

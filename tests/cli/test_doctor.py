@@ -80,6 +80,12 @@ def test_a_fresh_install_is_healthy_and_doctor_creates_nothing(data_dir: Path) -
         # Harnesses without hooks are one line for people, not one each.
         assert "hooks: no mnemo hooks installed for claude-code, codex" in people.stdout
         assert "hooks:codex" not in people.stdout
+    # The closing count counts the lines shown.
+    lines = [line.split()[0] for line in people.stdout.splitlines()
+             if line.strip() and line.split()[0] in ("ok", "info", "warn", "fail", "unknown")]
+    shown = ", ".join(f"{lines.count(s)} {s}" for s in ("ok", "info", "warn", "fail", "unknown")
+                      if lines.count(s))
+    assert f"all good ({shown})" in people.stdout
 
 
 def test_a_bound_workspace_and_its_bank_check_out(make_repo, monkeypatch, data_dir) -> None:
