@@ -19,8 +19,10 @@ candidates_app = typer.Typer(
     help="Standing statements found in captured turns (capture.standing: suggest), to "
          "accept or reject.")
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", show_default=False,
-                                      help="Its id, as the list shows it.")]
+IdArg = Annotated[str, typer.Argument(
+    metavar="ID", show_default=False,
+    help="Its id, as the list shows it, or its first 4 or more characters when no other "
+         "id starts with them.")]
 
 
 def register(app: typer.Typer) -> None:

@@ -63,11 +63,29 @@ def over_budget(left_out: int, total: int, budget: int) -> str:
             "that matter most with a higher --importance.")
 
 
+MIN_PREFIX = 4  # characters of an id that may stand for it, as in git
+
+
+def resolve_id(given: str, ids: list[str], what: str, where: str, hint: str) -> str:
+    """The id `given` names: itself, or the one id it is a prefix of (at least
+    `MIN_PREFIX` characters, as `git` takes an abbreviated hash)."""
+    given = given.strip()
+    if given in ids:
+        return given
+    matches = sorted({i for i in ids if i.startswith(given)}) if len(given) >= MIN_PREFIX else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise RefusedError(f"{given} starts {len(matches)} {what} ids {where} "
+                           f"({', '.join(matches[:5])}): give more of it", hint=hint)
+    raise RefusedError(f"no {what} {given} {where}", hint=hint)
+
+
 def remove(settings: Settings, memory_id: str, *, cwd: Path | None = None) -> Report:
     ctx = _context(settings, cwd)
-    if memory_id.strip() not in {s.id for s in standing_memory.list_standing(ctx)}:
-        raise RefusedError(f"no standing memory {memory_id} here (workspace or global)",
-                           hint="`mnemo standing list` shows their ids.")
+    memory_id = resolve_id(memory_id, [s.id for s in standing_memory.list_standing(ctx)],
+                           "standing memory", "here (workspace or global)",
+                           "`mnemo standing list` shows their ids.")
     return Report("forget", store.forget(ctx, memory_id))
 
 
@@ -88,13 +106,12 @@ def candidates(settings: Settings, *, status: str | None = "pending",
 def _pending(settings: Settings, candidate_id: str, cwd: Path | None
              ) -> tuple[object, standing_memory.Candidate]:
     target = write_target(_context(settings, cwd), "workspace")
-    found = next((c for c in standing_memory.candidates(target, status=None)
-                  if c.id == candidate_id.strip()), None)
-    if found is None:
-        raise RefusedError(f"no candidate {candidate_id} in this workspace",
-                           hint="`mnemo candidates list` shows them.")
+    known = standing_memory.candidates(target, status=None)
+    chosen = resolve_id(candidate_id, [c.id for c in known], "candidate", "in this workspace",
+                        "`mnemo candidates list` shows them.")
+    found = next(c for c in known if c.id == chosen)
     if found.status != "pending":
-        raise RefusedError(f"candidate {candidate_id} was {found.status} already")
+        raise RefusedError(f"candidate {found.id} was {found.status} already")
     return target, found
 
 

@@ -154,6 +154,36 @@ def test_standing_list_and_remove(two) -> None:
     assert RULE not in mnemo("standing", cwd=alpha).stdout
 
 
+def test_an_id_may_be_given_by_its_first_characters_when_they_name_one(two) -> None:
+    alpha, _beta = two
+    listed = json.loads(mnemo("standing", "list", "--json", cwd=alpha).stdout)["standing"]
+    rule = next(s["id"] for s in listed if s["content"] == RULE)
+    others = [s["id"] for s in listed if s["id"] != rule]
+    short = rule[:3]
+    refused = mnemo("standing", "remove", short, cwd=alpha)
+    assert refused.exit_code == 5 and f"no standing memory {short} here" in refused.output
+    # the shortest prefix of at least 4 characters that no other id shares
+    prefix = next(rule[:n] for n in range(4, len(rule) + 1)
+                  if not any(o.startswith(rule[:n]) for o in others))
+    removed = json.loads(mnemo("standing", "remove", prefix, "--json", cwd=alpha).stdout)
+    assert removed["id"] == rule
+    assert RULE not in mnemo("standing", cwd=alpha).stdout
+
+
+def test_a_prefix_shared_by_two_ids_is_refused_and_deletes_nothing() -> None:
+    from dsh_mnemo.commands.standing import resolve_id
+    from dsh_mnemo.errors import RefusedError
+
+    ids = ["c27d567e4e865ddb", "c27d99aa00112233", "1ec92c9dd76ca3a0"]
+    assert resolve_id(" c27d567e4e865ddb ", ids, "candidate", "here", "") == ids[0]
+    assert resolve_id("c27d5", ids, "candidate", "here", "") == ids[0]
+    assert resolve_id("1ec9", ids, "candidate", "here", "") == ids[2]
+    with pytest.raises(RefusedError, match="c27d starts 2 candidate ids here"):
+        resolve_id("c27d", ids, "candidate", "here", "")
+    with pytest.raises(RefusedError, match="no candidate 1ec here"):
+        resolve_id("1ec", ids, "candidate", "here", "")
+
+
 def test_candidates_are_suggested_accepted_and_rejected(make_repo, data_dir: Path) -> None:
     configure(capture__standing="suggest")
     repo = bind_repo(make_repo("app")).path
@@ -174,7 +204,7 @@ def test_candidates_are_suggested_accepted_and_rejected(make_repo, data_dir: Pat
     accepted = json.loads(mnemo("candidates", "accept", english, "--scope", "global",
                                 "--json", cwd=repo).stdout)
     assert accepted["standing"] is True and accepted["level"] == "global"
-    assert mnemo("candidates", "reject", postgres, cwd=repo).exit_code == 0
+    assert mnemo("candidates", "reject", postgres[:8], cwd=repo).exit_code == 0
     # a rejected statement is never suggested again, even when said again
     run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
                                                    session="k9",
