@@ -102,7 +102,9 @@ def _recalled(report: Any) -> None:
 
 @reports
 def forget(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id shown by `mnemo recall`.")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", help="Id shown by `mnemo recall`, or its first 4 or more characters "
+                           "when no other id here starts with them.")],
     session: SessionOpt = None,
     json: JsonOpt = False,
 ):

@@ -63,16 +63,14 @@ def over_budget(left_out: int, total: int, budget: int) -> str:
             "that matter most with a higher --importance.")
 
 
-MIN_PREFIX = 4  # characters of an id that may stand for it, as in git
-
-
 def resolve_id(given: str, ids: list[str], what: str, where: str, hint: str) -> str:
     """The id `given` names: itself, or the one id it is a prefix of (at least
-    `MIN_PREFIX` characters, as `git` takes an abbreviated hash)."""
+    `store.MIN_ID_PREFIX` characters, as `git` takes an abbreviated hash)."""
     given = given.strip()
     if given in ids:
         return given
-    matches = sorted({i for i in ids if i.startswith(given)}) if len(given) >= MIN_PREFIX else []
+    long_enough = len(given) >= store.MIN_ID_PREFIX
+    matches = sorted({i for i in ids if i.startswith(given)}) if long_enough else []
     if len(matches) == 1:
         return matches[0]
     if matches:

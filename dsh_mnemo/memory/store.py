@@ -567,8 +567,16 @@ def _rows_by_id(target: Target, ids: list[str], base: Path | None) -> list[Memor
     return found
 
 
+# Characters of an id that may stand for it when no other id starts with them,
+# as git takes an abbreviated hash (`mnemo forget`, `standing remove`, `candidates`).
+MIN_ID_PREFIX = 4
+
+
 def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> ForgetResult:
-    """Delete one row of the current namespace, or a global row; refuse anything else."""
+    """Delete one row of the current namespace, or a global row; refuse anything else.
+
+    `memory_id` may be the first `MIN_ID_PREFIX` or more characters of the id
+    when exactly one row the context may delete starts with them."""
     memory_id = memory_id.strip()
     if not memory_id:
         raise RefusedError("no memory id given")
@@ -578,27 +586,60 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
         # Global rows can be forgotten from anywhere, an unbound directory too;
         # anything else needs the namespace this context does not have.
         own, no_namespace = None, unbound
-    for target in (own, GLOBAL_TARGET) if own else (GLOBAL_TARGET,):
-        db_path = target.db_path(base)
-        allow_global = target is GLOBAL_TARGET
-        if memory_id not in _owned_ids(db_path, target.namespace, [memory_id],
-                                       allow_global=allow_global) \
-                and not _legacy_owned(db_path, target.namespace, memory_id):
-            continue
-        from . import driver
+    targets = (own, GLOBAL_TARGET) if own else (GLOBAL_TARGET,)
+    found = next(((t, memory_id) for t in targets
+                  if _deletable(t, [memory_id], base)), None)
+    if found is None and len(memory_id) >= MIN_ID_PREFIX:
+        matches = [(t, i) for t in targets for i in sorted(_ids_starting(t, memory_id, base))]
+        if len(matches) > 1:
+            raise RefusedError(
+                f"{memory_id} starts {len(matches)} memory ids here "
+                f"({', '.join(i for _, i in matches[:5])}): give more of it; nothing was deleted",
+                hint="`mnemo recall` shows the ids you can forget here.")
+        found = matches[0] if matches else None
+    if found is None:
+        if own is None:
+            raise no_namespace
+        raise RefusedError(
+            f"no memory {memory_id} in this {own.level} or in global memory: it does not "
+            "exist or belongs to another workspace; nothing was deleted",
+            hint="`mnemo recall` shows the ids you can forget here.")
+    target, memory_id = found
+    allow_global = target is GLOBAL_TARGET
+    from . import driver
 
-        deleted = driver.delete(target, memory_id, allow_global=allow_global, base=base)
-        tiers = ("working_memory", "episodic_memory", "memories")
-        return ForgetResult(id=memory_id, bank=target.bank,
-                            level="global" if allow_global else target.level,
-                            deleted={t: deleted.get(t, 0) for t in tiers},
-                            copies={t: n for t, n in deleted.items() if t not in tiers})
-    if own is None:
-        raise no_namespace
-    raise RefusedError(
-        f"no memory {memory_id} in this {own.level} or in global memory: it does not exist "
-        "or belongs to another workspace; nothing was deleted",
-        hint="`mnemo recall` shows the ids you can forget here.")
+    deleted = driver.delete(target, memory_id, allow_global=allow_global, base=base)
+    tiers = ("working_memory", "episodic_memory", "memories")
+    return ForgetResult(id=memory_id, bank=target.bank,
+                        level="global" if allow_global else target.level,
+                        deleted={t: deleted.get(t, 0) for t in tiers},
+                        copies={t: n for t, n in deleted.items() if t not in tiers})
+
+
+def _deletable(target: Target, ids: list[str], base: Path | None) -> bool:
+    db_path = target.db_path(base)
+    return bool(_owned_ids(db_path, target.namespace, ids,
+                           allow_global=target is GLOBAL_TARGET)) \
+        or _legacy_owned(db_path, target.namespace, ids[0])
+
+
+def _ids_starting(target: Target, prefix: str, base: Path | None) -> set[str]:
+    """The ids of the rows `target` may delete that start with `prefix`."""
+    conn = banks.connect_readonly(target.db_path(base))
+    if conn is None:
+        return set()
+    clause = ("(session_id = ? OR scope = 'global')" if target is GLOBAL_TARGET
+              else "session_id = ?")
+    found: set[str] = set()
+    try:
+        for table, where in (("working_memory", clause), ("episodic_memory", clause),
+                             ("memories", "session_id = ?")):
+            found.update(row[0] for row in banks.rows(
+                conn, f"SELECT id FROM {table} WHERE substr(id, 1, ?) = ? AND {where}",
+                (len(prefix), prefix, target.namespace)))
+    finally:
+        conn.close()
+    return found
 
 
 def _legacy_owned(db_path: Path, namespace: str, memory_id: str) -> bool:

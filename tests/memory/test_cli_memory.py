@@ -240,6 +240,30 @@ def test_forget_own_row_removes_it_from_every_tier(two, data_dir):
     assert mnemo("forget", raw, cwd=a.path).exit_code == ExitCode.REFUSED  # already gone
 
 
+def test_forget_takes_a_unique_prefix_of_an_id_and_refuses_a_shared_one(two, data_dir):
+    import sqlite3
+
+    a, b = two
+    mine = remember_id(a.path, "the queue is rabbitmq on port 5672")
+    other = remember_id(a.path, "the search index is opensearch 2")
+    theirs = remember_id(b.path, "beta keeps its queue in sqs")
+    assert mnemo("forget", theirs[:8], cwd=a.path).exit_code == ExitCode.REFUSED
+    assert mnemo("forget", mine[:3], cwd=a.path).exit_code == ExitCode.REFUSED  # too short
+    # Two ids that share their first six characters (made so by hand).
+    twin = mine[:6] + "0" * (len(mine) - 6)
+    conn = sqlite3.connect(a.db(data_dir))
+    for table in ("working_memory", "memories"):
+        conn.execute(f"UPDATE {table} SET id = ? WHERE id = ?", (twin, other))
+    conn.commit()
+    conn.close()
+    shared = mnemo("forget", mine[:6], cwd=a.path)
+    assert shared.exit_code == ExitCode.REFUSED and "starts 2 memory ids" in shared.stderr
+    assert locate(data_dir, mine) and locate(data_dir, twin) and locate(data_dir, theirs)
+    result = doc(mnemo("forget", mine[:7] if mine[6] != "0" else mine, "--json", cwd=a.path))
+    assert result["id"] == mine and result["deleted"]["working_memory"] == 1
+    assert locate(data_dir, mine) == [] and locate(data_dir, twin) and locate(data_dir, theirs)
+
+
 def test_global_row_can_be_forgotten_from_anywhere(two, loose, data_dir):
     a, b = two
     g1 = remember_id(a.path, "--scope", "global", "global memory one")
