@@ -348,7 +348,10 @@ SECRETS: tuple[Secret, ...] = (
        needle=_MULTI.split(" ", 1)[1], keep=("until Friday",)),
     _s("passphrase-is", "phrase", "the passphrase was {v} for the old laptop", _PW6,
        keep=("for the old laptop",)),
-    _s("pin-is", "phrase", "my PIN is 482913 for the door", "482913", keep=("for the door",)),
+    # The needle carries the word after it: six digits alone turn up on disk by
+    # chance, as the microseconds of a timestamp (`…T04:01:47.482913`).
+    _s("pin-is", "phrase", "my PIN is 482913 for the door", "482913", needle="482913 for",
+       keep=("for the door",)),
     _s("cli-password", "phrase", "run mysqladmin --password {v} status", _PW4, keep=("status",)),
     _s("mysql-p", "phrase", "mysql -u root -p{v} shop < dump.sql", _PW8, keep=("shop < dump.sql",)),
     # A password with `&` in it (not a query string's next parameter)
