@@ -15,5 +15,5 @@ fi
 export MNEMOSYNE_NO_EMBEDDINGS=1
 .venv/bin/ruff check dsh_mnemo scripts bench tests
 # Two workers, a test file each at a time: the suite fits a 2-core machine in
-# about 9 minutes instead of 15 (measured one after the other on one machine).
+# about 8 minutes instead of 15 (measured one after the other on one machine).
 exec .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
