@@ -14,6 +14,6 @@ if command -v npm >/dev/null 2>&1; then
 fi
 export MNEMOSYNE_NO_EMBEDDINGS=1
 .venv/bin/ruff check dsh_mnemo scripts bench tests
-# Two workers, a test file each at a time: the suite fits a 2-core machine in
-# about 8 minutes instead of 15 (measured one after the other on one machine).
+# Two workers, a test file each at a time: on a 2-core machine the same tree took
+# 9:18 this way and 14:35 serially, one run after the other; about 8 minutes since.
 exec .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
