@@ -233,6 +233,7 @@ _TEXT_SHAPES.update({
     "htpasswd-long-arg": prefixed("htpasswd -b a b ", "c"),
     "wide-password": repeat("ＰＡＳＳＷＯＲＤ＝ｘ "),
     "wide-colon-lines": repeat("密码 password：a\n"),
+    "wide-password-is-colon": repeat("密码是：ａ"),
     "placeholder-braces": repeat("${"),
     "template-braces": repeat("{{"),
     # Upstream's own rules (the safety net runs them).

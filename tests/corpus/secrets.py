@@ -364,6 +364,8 @@ SECRETS: tuple[Secret, ...] = (
     # Chinese, Japanese, Korean
     _s("zh-password-is", "cjk", "数据库密码是 {v}，别外传", _PW_CJK, keep=("别外传",)),
     _s("zh-password-colon", "cjk", "测试环境的密码：{v}", _PW_CJK, keep=("测试环境",)),
+    _s("zh-password-is-colon", "cjk", "数据库密码是：{v}，别外传", _PW_CJK,
+       keep=("数据库密码是：", "，别外传")),
     _s("zh-password-bare", "cjk", "管理员账号 admin 密码 {v} 登录后台", _PW1, keep=("登录后台",)),
     _s("zh-key-is", "cjk", "签名密钥是 {v}，不要提交", _HEX_KEY, keep=("不要提交",)),
     _s("zh-token-is", "cjk", "令牌是 {v}，有效期一天", _ZH_TOKEN, keep=("有效期一天",)),
