@@ -74,8 +74,8 @@ Kelvin sign lowers to `k` by itself), so upstream's rules keep their
 meaning.  Passes whose keyword is absent are skipped, fixed replacements
 run as C-level substitutions, and a per-match decision (placeholder, stop
 word, random-looking value) is a few string operations.  1 MiB of any shape
-in `tests/corpus/hostile.py` costs at most about five times as much CPU as
-1 MiB of ordinary text (0.85 s against 0.16 s on a 2-core x86-64 machine;
+in `tests/corpus/hostile.py` costs at most about six times as much CPU as
+1 MiB of ordinary text (0.94 s against 0.17 s on a 2-core x86-64 machine;
 `tests/cputime.py` holds every shape to eight times).
 
 Invisible characters
@@ -671,11 +671,11 @@ def _redact_auth(text: str, findings: list[str]) -> str:
 # `auth` only when the value looks random, unless the key is a known kind of
 # key (`api_key`, `signing_key` …); `pass` when it is a whole word (`DB_PASS`).
 # (A short alternation of literals: the regex engine scans for it quickly.)
-_KEY_WORD = r"pass(?:word|wd|phrase|code)?|secret|token|credentials?|key|pwd|auth"
+_KEY_WORD = r"pass(?:word|wd|phrase|code)?|secret|token|credentials?|creds|key|pwd|pw|auth"
 _STRONG_KEY_PREFIX = lazy(
     r"(?:api|access|private|account|master|signing|encryption|hmac|secret|"
     r"shared[_-]?access|app|client|consumer|session|jwt|aes|crypt)[_-]?\Z")
-_KEYWORDS = ("pass", "secret", "token", "credential", "key", "pwd", "auth")
+_KEYWORDS = ("pass", "secret", "token", "cred", "key", "pw", "auth")
 # `&` ends a value only where the next query parameter starts (`?password=x&ssl=true`);
 # in prose or a config line it is part of the value (`password: Tr0ub&dor3`).
 _NEXT_PARAM = lazy(r"&[a-z_][a-z0-9_.\[\]-]{0,64}=")
@@ -686,7 +686,7 @@ _KV = lazy(
     r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|"
     r"[^\s\"'`,;&)}\]<>{][^\s\"'`,;)}\]{]{0,1023}|"
     r"[\"'`][^\s\"'`]{1,1024})")
-_WEAK_KEYWORDS = frozenset(("key", "pwd", "pass", "auth"))
+_WEAK_KEYWORDS = frozenset(("key", "pwd", "pw", "pass", "auth"))
 _WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _LINE_LEAD = lazy(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
 _TRAILING = ".,;:!?)]}"
@@ -700,13 +700,13 @@ def _weak_secret(value: str) -> bool:
 
 def _kind_for_key(key: str) -> str:
     lowered = key.lower().replace("-", "_")
-    if "pass" in lowered or lowered.endswith("pwd"):
+    if "pass" in lowered or lowered.endswith(("pwd", "pw")):
         return "password"
     if lowered.endswith("token"):
         return "token"
     if "secret" in lowered:
         return "secret"
-    if "credential" in lowered:
+    if "cred" in lowered:
         return "credentials"
     if lowered.endswith("key"):
         return "api-key" if "api" in lowered else "key"
@@ -721,7 +721,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         if cut is not None:
             end = cut.start()
     value = text[value_start:end]
-    if len(value) < 2 or _is_placeholder(value):
+    if len(value) < 2:
         return None
     keyword = match.group("kw")
     start = match.start()
@@ -734,7 +734,14 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
             strong = keyword == "key" and _STRONG_KEY_PREFIX.search(prefix.lower()) is not None
     else:
         prefix, strong = "", True
-    if value[0] in "\"'`" and value[-1] == value[0]:
+    closed = value[0] in "\"'`" and value[-1] == value[0]
+    # What a vague key's value must be (as below), tested first: it is cheap.
+    if not strong and not _weak_secret(value[1:-1] if closed else (
+            value[1:] if value[0] in "\"'`" else value).rstrip(_TRAILING)):
+        return None
+    if _is_placeholder(value):
+        return None
+    if closed:
         # Quoted: the inside goes, the quotes stay.
         inner = value[1:-1]
         if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
@@ -885,10 +892,18 @@ _PHRASE_VALUE = r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[
 _PHRASE = lazy(
     _PHRASE_KEYWORD +
     r"(?P<ctx>[ \t]{1,4}(?:for|of|to|on)[ \t]{1,4}[^\n.,;:!?=]{1,40}?)?"
-    r"(?P<verb>[ \t]{1,4}(?:is|was|will[ \t]be|should[ \t]be)(?:[ \t]{0,4}:)?[ \t]{1,4}"
-    r"(?:now[ \t]{1,4}|still[ \t]{1,4}|just[ \t]{1,4}|set[ \t]to[ \t]{1,4})?)" + _PHRASE_VALUE)
+    r"(?P<verb>(?:[ \t]{1,4}(?:is|was|will[ \t]be|should[ \t]be)|['’]s)(?:[ \t]{0,4}:)?[ \t]{1,4}"
+    r"(?:now[ \t]{1,4}|still[ \t]{1,4}|just[ \t]{1,4}|set[ \t]to[ \t]{1,4})?"
+    # "the password for staging = …" (with no "for …", `password: …` is a key=value)
+    r"|(?(ctx)[ \t]{0,4}[:=][ \t]{0,4}|(?!)))" + _PHRASE_VALUE)
 _BARE = lazy(_PHRASE_KEYWORD + r"(?P<verb>[ \t]{1,4})" + _PHRASE_VALUE)
 _PASSWORD_WORDS = ("password", "passphrase", "passcode", "passwd")
+# "use Tr0ub4dor3 as the password", "with 'a b c' as the new passphrase".
+_USE_AS = lazy(
+    r"(?<![\w-])(?:use|try|with|using)[ \t]{1,4}"
+    r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s\"'`<>]{1,256})"
+    r"[ \t]{1,4}as[ \t]{1,4}(?:(?:the|a|an|my|your|our|its)[ \t]{1,4})?"
+    r"(?:[a-z0-9_-]{1,20}[ \t]{1,4})?(?:pass(?:word|phrase|code)|passwd)(?![a-z])")
 _PIN = lazy(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
                   r"(?:[ \t]{0,4}:)?[ \t]{1,4}(?P<value>[0-9]{4,12})(?![0-9])")
 _PHRASE_WORDS = ("pass", "pin", "key", "secret", "token")
@@ -970,6 +985,9 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
     start, end, value = _value(match, text)
     close = quotes.get(value[0])
     quoted = close is not None
+    verb = match.group("verb")
+    # "password's": as often "the password's hash" as a value; only a random one counts
+    named = verb.strip() != "" and not verb.startswith(("'", "’"))
     if quoted and value[-1] == close:
         start, end, inner = start + 1, end - 1, value[1:-1]
     else:
@@ -977,7 +995,7 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
         end = start + len(inner)
     if not inner:
         return None
-    if password and (quoted or match.group("verb").strip() != ""):
+    if password and (quoted or named):
         kind = "password"
     elif _looks_random(inner):
         kind = kind_if_random
@@ -1023,6 +1041,8 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
                              lowered=True)
     if " to " in lowered:
         text = _sub(_SET_TO, text, findings, _set_to)
+    if " as " in lowered and "pass" in lowered:
+        text = _sub(_USE_AS, text, findings, _use_as)
     text = _sub(_PHRASE, text, findings, _phrase)
     return _sub(_BARE, text, findings, _phrase)
 
@@ -1034,6 +1054,13 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
     if value[0] not in "\"'`" and value.rstrip(_TRAILING).isalpha():
         return None
     return _phrase(match, text)
+
+
+def _use_as(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _quoted_value(match, text)
+    if _is_placeholder(value) or value.lower() in _STOPWORDS:
+        return None
+    return start, end, marker("password"), "password"
 
 
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
