@@ -814,7 +814,8 @@ _MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ 
 # `docker login -u bot -p S3cret registry`, `sshpass -p S3cret ssh host`: a short
 # `-p` that is a password only for these commands (`docker run -p 8080:80` is a port).
 _LOGIN_P = lazy(r"(?P<head>(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|"
-                r"helm[ \t]{1,4}registry)[ \t]{1,4}login|sshpass)"
+                r"helm[ \t]{1,4}registry|az|oc|cf)[ \t]{1,4}login|sshpass|"
+                r"mongo(?:sh|dump|restore|import|export|stat|top|files)?)"
                 r"(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-p[ \t]{1,4})"
                 r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
 
@@ -870,14 +871,45 @@ def _htpasswd(match: re.Match[str], text: str) -> tuple[int, int, str, str] | No
     return start, end, marker("password"), "password"
 
 
+# `redis-cli -a S3cret`, `openssl enc -k S3cret` (`-K`: the raw key), and openssl's
+# `-pass pass:S3cret` / `-passin` / `-passout`.
+_FLAG_VALUE = r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')"
+_REDIS_A = lazy(r"(?P<head>(?<![\w-])redis-cli(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-a"
+                r"[ \t]{1,4})" + _FLAG_VALUE)
+_OPENSSL_K = lazy(r"(?P<head>(?<![\w-])openssl(?:[ \t]{1,4}[^\s|;&]{1,200}){0,12}?[ \t]{1,4}-k"
+                  r"[ \t]{1,4})" + _FLAG_VALUE)
+_PASS_ARG = lazy(r"(?P<head>(?<![\w-])-pass(?:in|out)?[ \t]{1,4}pass:)(?P<value>[^\s\"']{1,256})")
+# A `.pgpass` line, host:port:database:user:password, alone on its line.  Its
+# password goes when the text names the file, or when it looks random.
+_PGPASS = lazy(r"(?m)^[ \t]{0,8}[a-z0-9_.*\[\]-]{1,255}:(?:[0-9]{1,5}|\*):[a-z0-9_.*$-]{1,255}:"
+               r"[a-z0-9_.*@$-]{1,255}:(?P<value>[^\s:]{4,256})[ \t]{0,8}$")
+
+
+def _pgpass(named: bool) -> Replace:
+    """`named`: the text mentions the file (looked up once per text, not per line)."""
+    def replace(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+        start, end, value = _value(match, text)
+        if _is_placeholder(value) or not (named or _looks_random(value)):
+            return None
+        return start, end, marker("password"), "password"
+    return replace
+
+
 def _redact_flags(text: str, findings: list[str]) -> str:
+    if "redis-cli" in text:
+        text = _sub(_REDIS_A, text, findings, _mysql)
+    if "openssl" in text:
+        text = _sub(_OPENSSL_K, text, findings, _mysql)
+        text = _sub(_PASS_ARG, text, findings, _mysql)
+    if text.count(":") >= 4:
+        text = _sub(_PGPASS, text, findings, _pgpass("pgpass" in text.lower()))
     if "htpasswd" in text:
         text = _sub(_HTPASSWD, text, findings, _htpasswd)
     if "--" in text:
         text = _sub(_CLI_FLAG, text, findings, _flag)
     if "-p" in text and ("mysql" in text or "mariadb" in text):
         text = _sub(_MYSQL_P, text, findings, _mysql)
-    if "-p" in text and ("login" in text or "sshpass" in text):
+    if "-p" in text and ("login" in text or "sshpass" in text or "mongo" in text):
         text = _sub(_LOGIN_P, text, findings, _mysql)
     return text
 
