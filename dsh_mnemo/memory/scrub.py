@@ -1096,10 +1096,6 @@ def _use_as(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
 
 
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
-    value = match.group("value")
-    if (not match.group("verb").strip() and value[0] not in _CJK_QUOTES
-            and not _looks_random(value.rstrip(_TRAILING))):
-        return None  # no connector, no quotes: only a random-looking value (the common case)
     kind = _CJK_KINDS.get(match.group("kw"), "key")
     return _named_secret(match, text, _CJK_QUOTES, password=kind == "password",
                          kind_if_random=kind, raw_placeholder=True)

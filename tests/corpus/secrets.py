@@ -378,6 +378,10 @@ SECRETS: tuple[Secret, ...] = (
        keep=("redis 的密码设置成了", "记一下")),
     _s("zh-password-reset-to", "cjk", "管理员密码重置为 {v} 了", _PW5, keep=("了",)),
     _s("zh-password-bare", "cjk", "管理员账号 admin 密码 {v} 登录后台", _PW1, keep=("登录后台",)),
+    # Mixed case is what makes it random: the phrase is matched over the lowered text,
+    # and the value must be judged as written.
+    _s("zh-password-bare-mixed-case", "cjk", "测试账号 dev 密码 {v} 好", "Qm7tRx2kLp",
+       keep=("好",)),
     _s("zh-key-is", "cjk", "签名密钥是 {v}，不要提交", _HEX_KEY, keep=("不要提交",)),
     _s("zh-token-is", "cjk", "令牌是 {v}，有效期一天", _ZH_TOKEN, keep=("有效期一天",)),
     _s("ja-password", "cjk", "パスワードは {v} です", _PW_CJK, keep=("です",)),
