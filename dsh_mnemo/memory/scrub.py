@@ -802,11 +802,12 @@ def _redact_key_values(text: str, findings: list[str]) -> str:
     return _apply(text, spans, findings)
 
 
+# A flag's value: a word that is not another flag, or a quoted string.
+_FLAG_VALUE = r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')"
 # `--password hunter2`, `--token abc` (the `=` form is a key=value).
 _CLI_FLAG = lazy(
     r"(?P<head>--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|secret|"
-    r"client-secret|access-token|auth-token)[ \t]{1,4})(?P<value>[^\s\"'-][^\s\"']{0,255}|"
-    r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+    r"client-secret|access-token|auth-token)[ \t]{1,4})" + _FLAG_VALUE)
 # `mysql -u root -pS3cret` (the password glued to -p).
 _MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
                       r"(?P<value>[^\s\"']{1,256}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
@@ -816,8 +817,7 @@ _MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ 
 _LOGIN_P = lazy(r"(?P<head>(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|"
                 r"helm[ \t]{1,4}registry|az|oc|cf)[ \t]{1,4}login|sshpass|"
                 r"mongo(?:sh|dump|restore|import|export|stat|top|files)?)"
-                r"(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-p[ \t]{1,4})"
-                r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+                r"(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-p[ \t]{1,4})" + _FLAG_VALUE)
 
 
 def _quoted_value(match: re.Match[str], text: str) -> tuple[int, int, str]:
@@ -846,10 +846,11 @@ def _mysql(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
 # `htpasswd -b .htpasswd dana S3cret`, `htpasswd -nbB dana S3cret`: with `-b` the
 # password is on the command line, after the file and the user (after the user
 # alone with `-n`, which prints instead of writing a file).
+_SHELL_ARG = r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256}"
 _HTPASSWD = lazy(
     r"(?<![\w-])htpasswd(?P<flags>(?:[ \t]{1,4}-[a-z]{1,8}(?:[ \t]{1,4}[0-9]{1,3})?){1,6})"
-    r"(?P<args>(?:[ \t]{1,4}(?:\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256})){2,3})")
-_HTPASSWD_ARG = lazy(r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256}")
+    r"(?P<args>(?:[ \t]{1,4}(?:" + _SHELL_ARG + r")){2,3})")
+_HTPASSWD_ARG = lazy(_SHELL_ARG)
 _HTPASSWD_FLAG = lazy(r"-([A-Za-z]{1,8})")
 
 
@@ -873,7 +874,6 @@ def _htpasswd(match: re.Match[str], text: str) -> tuple[int, int, str, str] | No
 
 # `redis-cli -a S3cret`, `openssl enc -k S3cret` (`-K`: the raw key), and openssl's
 # `-pass pass:S3cret` / `-passin` / `-passout`.
-_FLAG_VALUE = r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')"
 _REDIS_A = lazy(r"(?P<head>(?<![\w-])redis-cli(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-a"
                 r"[ \t]{1,4})" + _FLAG_VALUE)
 _OPENSSL_K = lazy(r"(?P<head>(?<![\w-])openssl(?:[ \t]{1,4}[^\s|;&]{1,200}){0,12}?[ \t]{1,4}-k"
@@ -935,7 +935,7 @@ _USE_AS = lazy(
     r"(?<![\w-])(?:use|try|with|using)[ \t]{1,4}"
     r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s\"'`<>]{1,256})"
     r"[ \t]{1,4}as[ \t]{1,4}(?:(?:the|a|an|my|your|our|its)[ \t]{1,4})?"
-    r"(?:[a-z0-9_-]{1,20}[ \t]{1,4})?(?:pass(?:word|phrase|code)|passwd)(?![a-z])")
+    r"(?:[a-z0-9_-]{1,20}[ \t]{1,4})?(?P<head>pass(?:word|phrase|code)|passwd)(?![a-z])")
 _PIN = lazy(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
                   r"(?:[ \t]{0,4}:)?[ \t]{1,4}(?P<value>[0-9]{4,12})(?![0-9])")
 _PHRASE_WORDS = ("pass", "pin", "key", "secret", "token")
@@ -1017,10 +1017,11 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
     start, end, value = _value(match, text)
     close = quotes.get(value[0])
     quoted = close is not None
+    closed = quoted and value[-1] == close
     verb = match.group("verb")
     # "password's": as often "the password's hash" as a value; only a random one counts
     named = verb.strip() != "" and not verb.startswith(("'", "’"))
-    if quoted and value[-1] == close:
+    if closed:
         start, end, inner = start + 1, end - 1, value[1:-1]
     else:
         inner = value.rstrip(_TRAILING)
@@ -1035,7 +1036,7 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
         return None
     if _is_placeholder(inner) or (raw_placeholder and _is_placeholder(value)):
         return None
-    if not (quoted and value[-1] == close):
+    if not closed:
         bare = value.rstrip(_PUNCTUATION)
         if bare != inner and _is_placeholder(bare):  # `${DB_PASSWORD},`: the `}` is its own
             return None
@@ -1074,7 +1075,7 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
     if " to " in lowered:
         text = _sub(_SET_TO, text, findings, _set_to)
     if " as " in lowered and "pass" in lowered:
-        text = _sub(_USE_AS, text, findings, _use_as)
+        text = _sub(_USE_AS, text, findings, _flag)
     text = _sub(_PHRASE, text, findings, _phrase)
     return _sub(_BARE, text, findings, _phrase)
 
@@ -1086,13 +1087,6 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
     if value[0] not in "\"'`" and value.rstrip(_TRAILING).isalpha():
         return None
     return _phrase(match, text)
-
-
-def _use_as(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
-    start, end, value = _quoted_value(match, text)
-    if _is_placeholder(value) or value.lower() in _STOPWORDS:
-        return None
-    return start, end, marker("password"), "password"
 
 
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -1459,33 +1453,36 @@ def _redact_wide(text: str, findings: list[str]) -> str:
     change to the last is taken from the redacted reading, so `密码：…，别外传`
     keeps its full-width colon and comma around `<redacted-password>`.
     """
-    folded = text.translate(_WIDE_TO_ASCII)
-    found: list[str] = []
-    redacted = _redact(folded, found)
+    found, folded, redacted = _ascii_reading(text)
     if redacted == folded:
         return text
-    lines, folded_lines, redacted_lines = (t.split("\n") for t in (text, folded, redacted))
-    if len(redacted_lines) != len(lines):
+    if redacted.count("\n") != text.count("\n"):
         # A block spanning lines went (a private key): take such blocks out in the
         # text's own reading first, then read what is left again.
         text = _redact(text, findings)
-        folded = text.translate(_WIDE_TO_ASCII)
-        found = []
-        redacted = _redact(folded, found)
-        lines, folded_lines, redacted_lines = (t.split("\n") for t in (text, folded, redacted))
-        if len(redacted_lines) != len(lines):
+        found, folded, redacted = _ascii_reading(text)
+        if redacted.count("\n") != text.count("\n"):
             findings.extend(found)
             return redacted
     findings.extend(found)
     out = []
-    for line, before, after in zip(lines, folded_lines, redacted_lines, strict=True):
+    for line, before, after in zip(text.split("\n"), folded.split("\n"), redacted.split("\n"),
+                                   strict=True):
         if after == before:
             out.append(line)
             continue
         head = _common_prefix(before, after)
-        tail = _common_suffix(before, after, min(len(before), len(after)) - head)
+        tail = min(_common_prefix(before[::-1], after[::-1]),
+                   min(len(before), len(after)) - head)
         out.append(line[:head] + after[head:len(after) - tail] + line[len(line) - tail:])
     return "\n".join(out)
+
+
+def _ascii_reading(text: str) -> tuple[list[str], str, str]:
+    """What the patterns find in `text` read in ASCII, that reading, and it redacted."""
+    found: list[str] = []
+    folded = text.translate(_WIDE_TO_ASCII)
+    return found, folded, _redact(folded, found)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -1494,18 +1491,6 @@ def _common_prefix(a: str, b: str) -> int:
     while low < high:
         mid = (low + high + 1) // 2
         if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def _common_suffix(a: str, b: str, most: int) -> int:
-    """The length of the longest common suffix, at most `most`."""
-    low, high = 0, most
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[len(a) - mid:] == b[len(b) - mid:]:
             low = mid
         else:
             high = mid - 1
