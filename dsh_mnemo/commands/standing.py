@@ -63,27 +63,11 @@ def over_budget(left_out: int, total: int, budget: int) -> str:
             "that matter most with a higher --importance.")
 
 
-def resolve_id(given: str, ids: list[str], what: str, where: str, hint: str) -> str:
-    """The id `given` names: itself, or the one id it is a prefix of (at least
-    `store.MIN_ID_PREFIX` characters, as `git` takes an abbreviated hash)."""
-    given = given.strip()
-    if given in ids:
-        return given
-    long_enough = len(given) >= store.MIN_ID_PREFIX
-    matches = sorted({i for i in ids if i.startswith(given)}) if long_enough else []
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise RefusedError(f"{given} starts {len(matches)} {what} ids {where} "
-                           f"({', '.join(matches[:5])}): give more of it", hint=hint)
-    raise RefusedError(f"no {what} {given} {where}", hint=hint)
-
-
 def remove(settings: Settings, memory_id: str, *, cwd: Path | None = None) -> Report:
     ctx = _context(settings, cwd)
-    memory_id = resolve_id(memory_id, [s.id for s in standing_memory.list_standing(ctx)],
-                           "standing memory", "here (workspace or global)",
-                           "`mnemo standing list` shows their ids.")
+    memory_id = store.resolve_id(memory_id, [s.id for s in standing_memory.list_standing(ctx)],
+                                 "standing memory", "here (workspace or global)",
+                                 "`mnemo standing list` shows their ids.")
     return Report("forget", store.forget(ctx, memory_id))
 
 
@@ -105,8 +89,8 @@ def _pending(settings: Settings, candidate_id: str, cwd: Path | None
              ) -> tuple[object, standing_memory.Candidate]:
     target = write_target(_context(settings, cwd), "workspace")
     known = standing_memory.candidates(target, status=None)
-    chosen = resolve_id(candidate_id, [c.id for c in known], "candidate", "in this workspace",
-                        "`mnemo candidates list` shows them.")
+    chosen = store.resolve_id(candidate_id, [c.id for c in known], "candidate",
+                              "in this workspace", "`mnemo candidates list` shows them.")
     found = next(c for c in known if c.id == chosen)
     if found.status != "pending":
         raise RefusedError(f"candidate {found.id} was {found.status} already")

@@ -572,6 +572,31 @@ def _rows_by_id(target: Target, ids: list[str], base: Path | None) -> list[Memor
 MIN_ID_PREFIX = 4
 
 
+def one_by_prefix(given: str, matches: list[str], what: str, where: str, hint: str
+                  ) -> str | None:
+    """The one id of `matches` (the ids that start with `given`), None when there is
+    none or `given` is shorter than `MIN_ID_PREFIX`; a prefix they share is refused."""
+    if len(given) < MIN_ID_PREFIX or not matches:
+        return None
+    if len(matches) > 1:
+        raise RefusedError(f"{given} starts {len(matches)} {what} ids {where} "
+                           f"({', '.join(matches[:5])}): give more of it; nothing was changed",
+                           hint=hint)
+    return matches[0]
+
+
+def resolve_id(given: str, ids: list[str], what: str, where: str, hint: str) -> str:
+    """The id of `ids` that `given` names: itself, or the one it is a prefix of."""
+    given = given.strip()
+    if given in ids:
+        return given
+    chosen = one_by_prefix(given, sorted({i for i in ids if i.startswith(given)}), what, where,
+                           hint)
+    if chosen is None:
+        raise RefusedError(f"no {what} {given} {where}", hint=hint)
+    return chosen
+
+
 def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> ForgetResult:
     """Delete one row of the current namespace, or a global row; refuse anything else.
 
@@ -589,14 +614,11 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
     targets = (own, GLOBAL_TARGET) if own else (GLOBAL_TARGET,)
     found = next(((t, memory_id) for t in targets
                   if _deletable(t, [memory_id], base)), None)
-    if found is None and len(memory_id) >= MIN_ID_PREFIX:
+    if found is None and len(memory_id) >= MIN_ID_PREFIX:  # spares the query
         matches = [(t, i) for t in targets for i in sorted(_ids_starting(t, memory_id, base))]
-        if len(matches) > 1:
-            raise RefusedError(
-                f"{memory_id} starts {len(matches)} memory ids here "
-                f"({', '.join(i for _, i in matches[:5])}): give more of it; nothing was deleted",
-                hint="`mnemo recall` shows the ids you can forget here.")
-        found = matches[0] if matches else None
+        chosen = one_by_prefix(memory_id, [i for _, i in matches], "memory", "here",
+                               "`mnemo recall` shows the ids you can forget here.")
+        found = next((m for m in matches if m[1] == chosen), None)
     if found is None:
         if own is None:
             raise no_namespace

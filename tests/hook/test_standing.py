@@ -171,8 +171,8 @@ def test_an_id_may_be_given_by_its_first_characters_when_they_name_one(two) -> N
 
 
 def test_a_prefix_shared_by_two_ids_is_refused_and_deletes_nothing() -> None:
-    from dsh_mnemo.commands.standing import resolve_id
     from dsh_mnemo.errors import RefusedError
+    from dsh_mnemo.memory.store import resolve_id
 
     ids = ["c27d567e4e865ddb", "c27d99aa00112233", "1ec92c9dd76ca3a0"]
     assert resolve_id(" c27d567e4e865ddb ", ids, "candidate", "here", "") == ids[0]
