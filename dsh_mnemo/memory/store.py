@@ -613,7 +613,7 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
         own, no_namespace = None, unbound
     targets = (own, GLOBAL_TARGET) if own else (GLOBAL_TARGET,)
     found = next(((t, memory_id) for t in targets
-                  if _deletable(t, [memory_id], base)), None)
+                  if _deletable(t, memory_id, base)), None)
     if found is None and len(memory_id) >= MIN_ID_PREFIX:  # spares the query
         matches = [(t, i) for t in targets for i in sorted(_ids_starting(t, memory_id, base))]
         chosen = one_by_prefix(memory_id, [i for _, i in matches], "memory", "here",
@@ -638,11 +638,11 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
                         copies={t: n for t, n in deleted.items() if t not in tiers})
 
 
-def _deletable(target: Target, ids: list[str], base: Path | None) -> bool:
+def _deletable(target: Target, memory_id: str, base: Path | None) -> bool:
     db_path = target.db_path(base)
-    return bool(_owned_ids(db_path, target.namespace, ids,
+    return bool(_owned_ids(db_path, target.namespace, [memory_id],
                            allow_global=target is GLOBAL_TARGET)) \
-        or _legacy_owned(db_path, target.namespace, ids[0])
+        or _legacy_owned(db_path, target.namespace, memory_id)
 
 
 def _ids_starting(target: Target, prefix: str, base: Path | None) -> set[str]:
