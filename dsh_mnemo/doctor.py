@@ -507,6 +507,16 @@ def check_embeddings(settings: Settings, base: Path, workspace: Check | None) ->
                      details={"backend": backend, "reason": loaded.reason})
     model = loaded.embedder.model_id
     details: dict[str, Any] = {"backend": backend, "model": model}
+    from .embed import calibration
+
+    if not calibration.is_reference(model):
+        scale = calibration.stored(base, model)
+        details["scale"] = None if scale is None else {"centre": scale.centre,
+                                                       "spread": scale.spread}
+        if scale is None:
+            return Check("embeddings", WARN, f"{model} loads, but the prefetch gate has no "
+                         "scale for it: its thresholds are the packaged model's, so prompts "
+                         "may get loose memories or none", fix="mnemo reindex", details=details)
     found = workspace.details if workspace is not None else {}
     if found.get("bank") and found.get("namespace"):
         db = paths.bank_db_path(str(found["bank"]), base)

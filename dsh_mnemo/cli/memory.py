@@ -190,3 +190,5 @@ def _reindexed(report: Any) -> None:
                      str(row["vectors"]), str(row["memories"]))
     out.print(grid)
     out.print(f"{report.embedded} memories embedded with {escape(str(report.model_id))}.")
+    if report.scale:
+        out.print(f"The prefetch gate's scale for this model: {escape(report.scale)}.")

@@ -31,6 +31,11 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
     ctx = _context(settings, cwd, session_id, mode)
     policy = settings["scrub.policy"]
     embed = semantic.embedder(settings)
+    if embed is not None:
+        from ..embed import calibration
+
+        # a model the gate has no scale for yet gets it measured once (48 texts)
+        calibration.ensure(embed, paths.data_dir())
     if standing:
         from ..memory import standing as standing_memory
 
@@ -150,6 +155,7 @@ class ReindexReport:
     namespaces: list[dict[str, object]] = field(default_factory=list)
     embedded: int = 0
     memories: int = 0
+    scale: str = ""
 
 
 def reindex(settings: Settings, *, all_banks: bool = False, session_id: str | None = None,
@@ -172,7 +178,11 @@ def reindex(settings: Settings, *, all_banks: bool = False, session_id: str | No
     else:
         own = read_target(_context(settings, cwd, session_id))
         plan = [(own.bank, own.namespace), (GLOBAL_TARGET.bank, GLOBAL_TARGET.namespace)]
-    result = ReindexReport(backend=backend, model_id=embed.model_id)
+    from ..embed import calibration
+
+    # the gate reads this model's cosines in the packaged model's units
+    _, scale = calibration.ensure(embed, paths.data_dir(), again=True)
+    result = ReindexReport(backend=backend, model_id=embed.model_id, scale=scale)
     for bank, namespace in plan:
         db_path = paths.bank_db_path(bank)
         embedded = semantic.fill(db_path, namespace, embed, progress=progress)

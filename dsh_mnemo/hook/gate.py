@@ -238,6 +238,19 @@ def _newer(a: Any, b: Any) -> bool:
     return (a.timestamp or "") > (b.timestamp or "")
 
 
+def _reference(signals: dict[str, Any], cosine: float) -> float:
+    """A cosine of the model that recalled the memory, in the packaged model's units.
+
+    The thresholds below are the packaged model's; another model's cosines
+    come with its `scale`, `(centre, spread)` (`embed/calibration.py`)."""
+    scale = signals.get("scale")
+    if scale is None:
+        return cosine
+    from ..embed.calibration import Scale
+
+    return Scale(*scale).to_reference(cosine)
+
+
 def lift(memory: Any, prompt_terms: frozenset[str] | None = None) -> float | None:
     """How far the memory's cosine stands above the prompt's mean over the namespace,
     plus its lexical evidence; None without a vector.
@@ -255,17 +268,18 @@ def lift(memory: Any, prompt_terms: frozenset[str] | None = None) -> float | Non
     bonus = SEM_LEXICAL if rank is not None and rank < LEXICAL_TOP else 0.0
     if getattr(memory, "level", None) == "global":
         bonus -= SEM_GLOBAL
+    cosine = _reference(signals, float(cosine))
     if int(signals.get("count") or 0) < SEM_PROFILE_FROM:
         shared = bool(prompt_terms) and bool(terms(memory.content) & prompt_terms)
         floor = SEM_MIN_SHARED if shared else SEM_MIN
-        return float(cosine) - floor + SEM_LIFT + bonus
-    return float(cosine) - float(signals.get("mean") or 0.0) + bonus
+        return cosine - floor + SEM_LIFT + bonus
+    return cosine - _reference(signals, float(signals.get("mean") or 0.0)) + bonus
 
 
 def restates(memory: Any, prompt_terms: frozenset[str]) -> bool:
     """The memory only says what the prompt says (its own words, nearly the same meaning)."""
     cosine = memory.signals.get("cosine")
-    if cosine is None or cosine < SEM_RESTATES:
+    if cosine is None or _reference(memory.signals, float(cosine)) < SEM_RESTATES:
         return False
     memory_terms = terms(memory.content[len("[USER]"):] if memory.content.startswith("[USER]")
                          else memory.content)

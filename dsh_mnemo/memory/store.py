@@ -293,7 +293,10 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
         matches = _text_matches(ctx, query, top_k=top_k, base=base)
         searched = leg.result()
         if searched is not None:
-            return _hybrid(matches, searched, embed.model_id, top_k=top_k, base=base)
+            from ..embed.calibration import scale_for
+
+            return _hybrid(matches, searched, embed.model_id, top_k=top_k, base=base,
+                           scale=scale_for(embed, base or paths.data_dir()))
         # the model failed: exactly the recall without one
     return _lexical(ctx, query, top_k=top_k, base=base, temporal_weight=temporal_weight,
                     temporal_halflife=temporal_halflife, tracking=tracking)
@@ -487,7 +490,7 @@ def _text_matches(ctx: MemoryContext, query: str, *, top_k: int,
 
 
 def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str, *,
-            top_k: int, base: Path | None) -> list[Memory]:
+            top_k: int, base: Path | None, scale: Any = None) -> list[Memory]:
     """Fuse `lexical_hits` (`_text_matches` of the same `top_k`) with each bank's
     nearest vectors (`_VectorLeg`).
 
@@ -495,7 +498,9 @@ def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str
     both are cheap, but full-text ranks past `top_k` could only add memories
     whose similarity the gate rejects.  A match without a vector yet (`mnemo
     reindex`) keeps a score of 0: similarity cannot vouch for it, so it comes
-    after every memory that has one, in full-text order.
+    after every memory that has one, in full-text order.  `scale` is the
+    model's `embed.calibration.Scale` (None for the packaged model): each result
+    carries it as `signals["scale"]`, `(centre, spread)`, for the gate.
     """
     from . import semantic
 
@@ -534,6 +539,8 @@ def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str
         cosine = cosine_of(memory.id)
         rank = lexical[memory.id][0] if memory.id in lexical else None
         memory.signals.update(profile, cosine=cosine, lexical_rank=rank)
+        if scale is not None:
+            memory.signals["scale"] = (scale.centre, scale.spread)
         memory.vector = vectors.get(memory.id)
         if cosine is not None:
             memory.score = cosine + (LEXICAL_BONUS if rank is not None and rank < LEXICAL_TOP

@@ -39,6 +39,7 @@ class EmbedServer:
     delay: float = 0.0
     status: int = 200
     body: bytes | None = None  # answer verbatim instead of embeddings
+    model: Any = None  # a function of the texts giving their vectors (default: fake_vector)
     base64: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -67,8 +68,11 @@ def embed_server() -> Iterator[EmbedServer]:
                 import struct
 
                 data = []
-                for i, text in enumerate(payload.get("input", [])):
-                    vec = fake_vector(text, state.dim)
+                texts = list(payload.get("input", []))
+                vectors = (state.model(texts) if state.model is not None
+                           else [fake_vector(text, state.dim) for text in texts])
+                for i, vec in enumerate(vectors):
+                    vec = [float(x) for x in vec]
                     emb: Any = (base64.b64encode(struct.pack(f"<{state.dim}f", *vec)).decode()
                                 if state.base64 else vec)
                     data.append({"object": "embedding", "index": i, "embedding": emb})
@@ -95,3 +99,45 @@ def embed_server() -> Iterator[EmbedServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+class Wider:
+    """The real packaged model with its cosines spread out: every vector loses most of
+    its component along the passages' mean direction, as models with a wider band do."""
+
+    def __init__(self, e5: Embedder, passages: Any = ()) -> None:
+        import numpy as np
+
+        from dsh_mnemo.embed import calibration
+
+        self._e5 = e5
+        self._passages = set(passages) | set(calibration.PASSAGES)
+        mean = np.asarray(e5.embed_documents(list(calibration.PASSAGES))).mean(axis=0)
+        self._away = mean / np.linalg.norm(mean)
+        self.model_id = "test-wider-e5:1"
+        self.calls = 0
+
+    def _spread(self, vectors: Any) -> Any:
+        import numpy as np
+
+        self.calls += 1
+        v = np.asarray(vectors, dtype=np.float32)
+        v = v - 0.9 * np.outer(v @ self._away, self._away)
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed_queries(self, texts: Any) -> Any:
+        return self._spread(self._e5.embed_queries(texts))
+
+    def embed_documents(self, texts: Any) -> Any:
+        return self._spread(self._e5.embed_documents(texts))
+
+    def serve(self, texts: list[str]) -> Any:
+        """As a server without prefixes sees it: the known passages are memories,
+        any other text a prompt."""
+        out = [None] * len(texts)
+        for kind, embed in ((True, self.embed_documents), (False, self.embed_queries)):
+            chosen = [i for i, t in enumerate(texts) if (t in self._passages) == kind]
+            if chosen:
+                for i, row in zip(chosen, embed([texts[i] for i in chosen]), strict=True):
+                    out[i] = row
+        return out
