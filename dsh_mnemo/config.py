@@ -301,23 +301,61 @@ def _parse_cached(text: str, path: Path) -> Any:
 _SECRET_NAMES = ("key", "token", "secret", "passw", "credential")
 
 
+def _env_name(value: str) -> bool:
+    """A plausible environment variable name (`OPENAI_API_KEY`), not a key pasted there."""
+    return value.replace("_", "a").isalnum() and value.isascii() and not value[0].isdigit()
+
+
+def _leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (dotted name, value) of a parse, lists and mappings inside lists included."""
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _leaves(value, f"{prefix}{key}.")
+    elif isinstance(tree, (list, tuple)):
+        for n, value in enumerate(tree):
+            yield from _leaves(value, f"{prefix}{n}.")
+    else:
+        yield prefix[:-1], tree
+
+
 def may_hold_secret(flat: dict[str, Any]) -> bool:
-    """Could a copy of these settings copy a credential?  A non-empty string
-    under a name like `api_key`, a URL with a user part (`https://u:p@host`) or
-    with a query naming a key, token, signature or auth (`?api_key=…`).  A
-    settings cache is not written then: a secret is never copied to disk."""
-    for name, value in flat.items():
-        if not isinstance(value, str) or not value:
+    """Could a copy of these settings copy a credential?
+
+    Yes when the secret scrubber (`memory.scrub.scrub`) finds anything in a
+    `name: value` line of any setting (names included, however deep, in lists
+    too, known key or not), or for a non-empty string under a name like
+    `api_key`, a URL with a user part (`https://u:p@host`) or with a query
+    naming a key, token, signature or auth (`?api_key=…`), or a value under a
+    `*_env` name that is not a variable name.  A settings cache is not written
+    then: a secret is never copied to disk.  Runs only when a cache is
+    (re)written, never on a cache hit.
+    """
+    lines = []
+    for name, value in _leaves(flat):
+        name = str(name)
+        if value is None or value == "":
+            # nothing to leak, and a line without a value would let a rule read the
+            # next line as its value (`llm_base_url: ` then `llm_model: …`)
+            lines.append(name)
             continue
-        if str(name).endswith("_env"):
+        lines.append(f"{name}: {value}")
+        if not isinstance(value, str):
+            continue
+        if name.endswith("_env"):
+            if not _env_name(value):
+                return True  # a key pasted where its variable's name belongs
             continue  # the name of a variable (`embeddings.api_key_env`), not its value
-        if any(word in str(name).lower() for word in _SECRET_NAMES):
+        if any(word in name.lower() for word in _SECRET_NAMES):
             return True
         if "://" in value:
             query = value.partition("?")[2].lower()
             if "@" in value or any(word in query for word in (*_SECRET_NAMES, "sig", "auth")):
                 return True
-    return False
+    if not lines:
+        return False
+    from .memory.scrub import scrub
+
+    return scrub("\n".join(lines)).found
 
 
 def _keep_parse(cache: Path, key: str, raw: Any) -> None:
@@ -326,10 +364,10 @@ def _keep_parse(cache: Path, key: str, raw: Any) -> None:
     if not cache.parent.parent.is_dir():
         return  # no data dir yet: not created for a cache
     try:
-        if may_hold_secret(dict(_flatten(raw)) if isinstance(raw, dict) else {}):
+        if may_hold_secret(raw if isinstance(raw, dict) else {"": raw}):
             return
-    except (TypeError, ValueError, RecursionError):
-        return  # a tree `_flatten` cannot walk: parsed again next time
+    except Exception:  # noqa: BLE001 - a tree it cannot walk, a scrubber that fails
+        return  # not kept: parsed again next time
     # JSON must give it back as parsed: a YAML date or a number as a key is not kept
     keep_json_cache(cache, {"version": _CACHE_VERSION, "key": key, "raw": raw})
 

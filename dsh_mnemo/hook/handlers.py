@@ -400,7 +400,14 @@ def embedder(run: HookRun) -> Any:
 
 
 def note_embedding_failure(run: HookRun, reason: str) -> None:
-    """One log line per distinct reason (not one per prompt): recall is lexical meanwhile."""
+    """One log line per distinct reason (not one per prompt): recall is lexical meanwhile.
+
+    The reason is scrubbed before it is kept: an `EmbedError` names the URL,
+    which may carry a token in its path or query.
+    """
+    from ..memory.scrub import scrub
+
+    reason = scrub(reason).text
     state = run.base / "hook-state" / "embeddings.json"
     try:
         if json.loads(state.read_text(encoding="utf-8")).get("reason") == reason:

@@ -4,6 +4,14 @@ A hook must never write to the harness's stderr in a way that shows up as a
 traceback, and never grow a file without bound; so failures are summarised
 on one line each here, and the file is rotated to `hook.log.1` once it
 passes `MAX_BYTES`.  Logging itself never raises.
+
+Every line is scrubbed of secrets (`memory.scrub.scrub`, always `redact`,
+whatever `scrub.policy` says: a log is not a memory) before it is written: a
+directory, an argument or an error message may carry a credential.  The
+scrubber is imported only when a line is written, never on a hook's silent
+path.  At most `SCRUB_CHARS` of a message are scrubbed (a line keeps
+`MAX_LINE` anyway); when more came, the last `SCRUB_TAIL` characters of what
+was scrubbed are dropped too, so no secret cut in half at that edge remains.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from pathlib import Path
 MAX_BYTES = 256 * 1024
 MAX_LINE = 600
 LOG_NAME = "hook.log"
+SCRUB_CHARS = 64 * 1024
+SCRUB_TAIL = 512
 
 
 def log_path(base: Path | None = None) -> Path:
@@ -32,6 +42,19 @@ def one_line(text: str, limit: int = MAX_LINE) -> str:
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 
+def scrubbed(text: str) -> str:
+    """`text` with its secrets redacted (imports the scrubber: only when a line is written)."""
+    try:
+        from ..memory.scrub import scrub
+
+        if len(text) <= SCRUB_CHARS:
+            return scrub(text).text
+        cleaned = scrub(text[:SCRUB_CHARS]).text
+        return cleaned[:max(0, len(cleaned) - SCRUB_TAIL)] + "…"
+    except Exception as exc:  # noqa: BLE001 - never the unscrubbed text
+        return f"(message withheld: the secret scrubber failed: {type(exc).__name__})"
+
+
 def write(message: str, *, harness: str = "-", event: str = "-", level: str = "error",
           base: Path | None = None) -> None:
     try:
@@ -43,7 +66,8 @@ def write(message: str, *, harness: str = "-", event: str = "-", level: str = "e
         except FileNotFoundError:
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        line = one_line(f"{stamp}Z {level} pid={os.getpid()} {harness} {event}: {message}")
+        line = one_line(f"{stamp}Z {level} pid={os.getpid()} "
+                        + scrubbed(f"{harness} {event}: {message}"))
         # O_APPEND keeps concurrent hooks' lines whole.
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -106,6 +106,64 @@ def test_a_setting_that_looks_like_a_credential_is_never_copied(cfg: Path) -> No
     assert not cache_file().exists()
 
 
+TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+
+
+def test_a_token_in_a_url_path_set_through_the_cli_is_never_cached(cfg: Path) -> None:
+    import subprocess
+
+    from tests.conftest import mnemo_executable
+
+    for args in (["config", "set", "embeddings.backend", "openai-url"],
+                 ["config", "set", "embeddings.url",
+                  f"https://emb.example.com/v1/{TOKEN}/embeddings"],
+                 ["status"]):
+        done = subprocess.run([mnemo_executable(), *args], capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ), cwd=cfg.parent)
+        assert done.returncode == 0, done.stderr
+    assert TOKEN in cfg.read_text()  # the settings file itself holds what the user set
+    # an earlier parse (before the URL was set) may be kept, never this one
+    assert not cache_file().exists() or TOKEN not in cache_file().read_text()
+
+
+@pytest.mark.parametrize("text", [
+    # an unknown key: the parse is kept before validation refuses it
+    f'headers:\n  Authorization: "Bearer {TOKEN}"\n',
+    f'capture:\n  roles: [user, "token {TOKEN}"]\n',
+    "embeddings:\n  api_key_env: sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z\n",
+    f"embeddings:\n  api_key_env: {TOKEN}\n",
+    "extra:\n  - {note: DB_PASSWORD=Xy9Kp2Lm7Qr}\n",
+])
+def test_a_credential_anywhere_in_the_file_is_never_copied(cfg: Path, text: str) -> None:
+    cfg.write_text(text)
+    try:
+        load_settings()
+    except config.ConfigError:
+        pass  # refused by validation; what matters is what was written before
+    assert not cache_file().exists()
+
+
+def test_an_ordinary_file_is_kept_and_read_back_without_the_scrubber(cfg: Path) -> None:
+    cfg.write_text("embeddings:\n  backend: openai-url\n  url: http://127.0.0.1:8080/v1\n"
+                   "  model: text-embedding-3-small\n  api_key_env: OPENAI_API_KEY\n"
+                   "capture:\n  roles: [user, assistant]\n")
+    code = ("import sys, json\nfrom dsh_mnemo.config import load_settings\n"
+            "s = load_settings()\n"
+            "print(json.dumps([s['embeddings.url'], 'yaml' in sys.modules, "
+            "'dsh_mnemo.memory.scrub' in sys.modules]))")
+    first = run_python(code)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == ["http://127.0.0.1:8080/v1", True, True]
+    assert cache_file().exists()
+    second = run_python(code)  # a cache hit: neither parsed nor scrubbed again
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout) == ["http://127.0.0.1:8080/v1", False, False]
+    cfg.write_text(cfg.read_text() + f"  # {TOKEN}\nextra: {{url: https://h/{TOKEN}/x}}\n")
+    with pytest.raises(config.ConfigError, match="unknown key"):
+        load_settings()
+    assert TOKEN not in cache_file().read_text()  # the old parse stays, not the new one
+
+
 def test_what_counts_as_a_credential() -> None:
     assert may_hold_secret({"llm_api_key": "sk-live"})
     assert may_hold_secret({"auth.token": "abc"})
@@ -116,6 +174,13 @@ def test_what_counts_as_a_credential() -> None:
     assert not may_hold_secret({"llm_api_key": "", "url": "https://host/v1"})
     assert not may_hold_secret({"embeddings.api_key_env": "OPENAI_API_KEY"})  # a name
     assert not may_hold_secret({"top_k": 5, "enabled": True})
+    assert may_hold_secret({"embeddings": {"url": f"https://h/v1/{TOKEN}/embeddings"}})
+    assert may_hold_secret({"headers": {"Authorization": f"Bearer {TOKEN}"}})
+    assert may_hold_secret({"capture": {"roles": ["user", f"token {TOKEN}"]}})
+    assert may_hold_secret({"embeddings": {"api_key_env": "sk-proj-Ab3dEf6hIj9kLm2nOp5q"}})
+    assert may_hold_secret({f"note {TOKEN}": 1})  # a name is scrubbed too
+    assert not may_hold_secret({"capture": {"roles": ["user", "assistant"]},
+                                "embeddings": {"url": "http://127.0.0.1:8080/v1"}})
 
 
 def test_a_parse_json_cannot_give_back_is_not_kept(cfg: Path) -> None:

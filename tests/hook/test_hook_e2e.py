@@ -72,6 +72,49 @@ def test_mnemo_hook_directly_never_writes_a_traceback(repo: Path, data_dir: Path
     assert run_cli_hook("no-such-event", "codex", b"{}").returncode == 0
 
 
+def test_the_hook_log_never_holds_a_secret_from_the_event_or_the_arguments(
+        tmp_path: Path, data_dir: Path) -> None:
+    token = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+    missing = tmp_path / "proj" / "nonexist-password=Xy9Kp2Lm7Qr"
+    done = run_cli_hook("prompt", "claude-code",
+                        {"session_id": "x", "cwd": str(missing), "prompt": "hi"})
+    assert done.returncode == 0
+    from tests.conftest import mnemo_executable
+
+    usage = subprocess.run([mnemo_executable(), "hook", "prompt", "--harness", f"bogus-{token}"],
+                           input=b"{}", capture_output=True, timeout=30)
+    assert usage.returncode == 0
+    text = log_text(data_dir)
+    assert "nonexist-password=<redacted-password>" in text
+    assert "bogus-<redacted-github-token>" in text
+    assert "Xy9Kp2Lm7Qr" not in text and token not in text
+
+
+def test_an_unreachable_embeddings_url_with_a_token_is_kept_scrubbed(
+        repo: Path, data_dir: Path) -> None:
+    import socket
+
+    token = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    configure(embeddings__backend="openai-url", embeddings__model="m",
+              embeddings__url=f"http://127.0.0.1:{port}/v1/{token}/embeddings")
+    done = run_cli_hook("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                         prompt=QUESTION))
+    assert done.returncode == 0
+    text = log_text(data_dir)
+    assert "embedding model unavailable" in text and "<redacted-github-token>" in text
+    state = (data_dir / "hook-state" / "embeddings.json").read_text(encoding="utf-8")
+    assert "<redacted-github-token>" in json.loads(state)["reason"]
+    for where in (text, state):
+        assert token not in where and "Q7wE9rT2" not in where
+    # the same (scrubbed) reason is logged once, not once per prompt
+    run_cli_hook("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                  prompt=QUESTION))
+    assert log_text(data_dir).count("embedding model unavailable") == 1
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_garbage_through_the_wrapper(harness: str, data_dir: Path) -> None:
     for raw in (b"", b"\xff\x00\x01not json at all", b"[" * 5000):

@@ -374,6 +374,56 @@ def test_log_never_raises(tmp_path: Path) -> None:
     log.write("x", base=blocker)  # logs/ cannot be created under a file
 
 
+LOG_TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+
+
+def test_log_lines_are_scrubbed_of_secrets(tmp_path: Path) -> None:
+    log.write("directory '/w/nonexist-password=Xy9Kp2Lm7Qr' is not an existing path",
+              harness="claude-code", event="prompt", base=tmp_path)
+    log.write(f"unknown harness 'bogus-{LOG_TOKEN}'", event="usage", base=tmp_path)
+    # a secret past the first MAX_LINE characters, or cut at the scrubbed edge, is gone too
+    log.write("x" * 2000 + f" token {LOG_TOKEN}", base=tmp_path)
+    log.write("y" * (log.SCRUB_CHARS - 10) + LOG_TOKEN, base=tmp_path)
+    text = (tmp_path / "logs" / "hook.log").read_text()
+    assert "Xy9Kp2Lm7Qr" not in text and "Q7wE9rT2" not in text and "ghp_" not in text
+    assert "password=<redacted-password>" in text
+    assert "bogus-<redacted-github-token>" in text
+    assert len(text.splitlines()) == 4
+
+
+def test_a_failing_scrubber_withholds_the_message(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.memory import scrub
+
+    def broken(text: str, policy: str = "redact") -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(scrub, "scrub", broken)
+    log.write(f"token {LOG_TOKEN}", harness="codex", event="prompt", base=tmp_path)
+    text = (tmp_path / "logs" / "hook.log").read_text()
+    assert "Q7wE9rT2" not in text and "message withheld" in text
+
+
+def test_the_log_imports_the_scrubber_only_when_it_writes(tmp_path: Path) -> None:
+    """A hook process gets to its fork without the scrubber; a log line brings it in."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from dsh_mnemo.hook import entry, log\n"
+        "entry.parse_argv(['prompt', '--harness', 'claude-code'])\n"
+        "log.log_path(Path(sys.argv[1]))\n"
+        "assert 'dsh_mnemo.memory.scrub' not in sys.modules, 'imported before a write'\n"
+        "log.write('token " + LOG_TOKEN + "', base=Path(sys.argv[1]))\n"
+        "assert 'dsh_mnemo.memory.scrub' in sys.modules, 'not scrubbed by the scrubber'\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "<redacted-github-token>" in (tmp_path / "logs" / "hook.log").read_text()
+
+
 def test_abandoned_sessions_are_found_and_leftovers_swept(tmp_path: Path) -> None:
     from dsh_mnemo.hook.spool import abandoned_spools, sweep
 
