@@ -31,6 +31,10 @@ def run(selection: Selection, *, progress: Progress | None = None) -> Report:
     missing = sum(g.missing for g in result.groups)
     if missing:
         report.warn(f"{missing} journaled rows were found in neither database.")
+    if result.secrets:
+        from ..migrate.api import secrets_note
+
+        report.warn(secrets_note(result.secrets, result.plan.scrub_policy, done=True))
     return report
 
 

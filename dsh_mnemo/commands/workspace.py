@@ -24,6 +24,7 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
     index = index or Index()
     result = adopting.adopt(namespace, path, index=index)
     resumed: list[str] = []
+    secrets, policy = 0, "redact"
     if move:
         from ..migrate import Selection, run_migration  # only adopt needs the machinery
         from ..migrate import journal as journals
@@ -34,6 +35,7 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
             moved = run_migration(Selection(sessions=[namespace]), index=index,
                                   progress=progress, kind="adopt")
             resumed = moved.resumed
+            secrets, policy = moved.secrets, moved.plan.scrub_policy
             if moved.journal:
                 result.journal = moved.journal
                 result.moved_rows = result.default_rows
@@ -50,6 +52,10 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
     report = Report("adopt", result)
     for journal_id in resumed:
         report.note(f"Completed the interrupted migration {journal_id}.")
+    if secrets:
+        from ..migrate.api import secrets_note
+
+        report.warn(secrets_note(secrets, policy, done=True))
     return report
 
 

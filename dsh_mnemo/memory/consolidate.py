@@ -5,10 +5,19 @@ one session's rows in favour of another's, so "sleep everything" is a loop
 over namespaces that have due rows, each consolidated with the per-session
 `sleep()`.  A lock file per namespace keeps cron and hooks from consolidating
 the same namespace at once.
+
+Upstream writes the summaries itself, from the rows it consolidates; a row
+stored before mnemo scrubbed every write path (or moved by an older
+migration) can carry a secret into a summary.  So, still under the lock, the
+summaries and consolidation-log previews a sleep wrote are scrubbed like a
+`remember` (`scrub.policy: redact`), and when one held a secret the
+full-text indexes are merged and the WAL checkpointed, as `forget` does, so
+the old words do not stay in the file.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +87,7 @@ def _sleep_locked(target: Target, base: Path | None, dry_run: bool, force: bool,
                   due: int) -> SleepResult:
     total = SleepResult(bank=target.bank, namespace=target.namespace,
                         status="dry_run" if dry_run else "no_op", due=due)
+    marks = None if dry_run else _written_marks(target, base)
     # Upstream consolidates at most MNEMOSYNE_SLEEP_BATCH rows per call; loop
     # until nothing is due so a large backlog never stays exposed to the trim.
     for _ in range(1000):
@@ -93,7 +103,62 @@ def _sleep_locked(target: Target, base: Path | None, dry_run: bool, force: bool,
         if dry_run or items == 0:
             break
         total.status = "consolidated"
+    if marks is not None and total.status == "consolidated":
+        _scrub_written(target, base, marks)
     return total
+
+
+# What a sleep writes text into: (table, its row number column, the text column).
+_SUMMARY_COLUMNS = (("episodic_memory", "rowid", "content"),
+                    ("consolidation_log", "id", "summary_preview"))
+
+
+def _written_marks(target: Target, base: Path | None) -> dict[str, int]:
+    """The highest row number of each summary table before a sleep writes."""
+    conn = driver.instance(target, base).conn
+    marks = {}
+    with driver.translate_sqlite_errors(target.db_path(base)):
+        for table, key, _ in _SUMMARY_COLUMNS:
+            try:
+                marks[table] = int(conn.execute(
+                    f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone()[0])
+            except sqlite3.OperationalError:
+                continue  # no such table in this upstream
+    return marks
+
+
+def _scrub_written(target: Target, base: Path | None, marks: dict[str, int]) -> int:
+    """Redact secrets in the rows a sleep wrote (past `marks`); how many held one."""
+    from ..config import load_settings
+    from ..errors import ConfigError
+    from .scrub import scrub
+
+    try:
+        policy = load_settings()["scrub.policy"]
+    except ConfigError:
+        policy = "redact"
+    if policy != "redact":
+        return 0  # `warn` and `off` store secrets, as remember does
+    conn = driver.instance(target, base).conn
+    with driver.translate_sqlite_errors(target.db_path(base)):
+        updates = []
+        for table, key, column in _SUMMARY_COLUMNS:
+            if table not in marks:
+                continue
+            for row, text in conn.execute(
+                    f"SELECT {key}, {column} FROM {table} WHERE {key} > ?",
+                    (marks[table],)).fetchall():
+                result = scrub(text) if isinstance(text, str) and text else None
+                if result is not None and result.found:
+                    updates.append((table, key, column, result.text, row))
+        if not updates:
+            return 0
+        conn.execute("PRAGMA secure_delete = ON")  # the old text's pages are overwritten
+        for table, key, column, text, row in updates:
+            conn.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (text, row))
+        conn.commit()
+        driver._purge_freed_text(conn)  # full-text entries merged away, WAL checkpointed
+    return len(updates)
 
 
 def consolidate_if_due(bank: str, namespace: str, base: Path | None = None) -> SleepResult:

@@ -14,6 +14,10 @@ Sources (one class per run; docs/migration.md):
   scope `global`, ids, content and timestamps unchanged.
 
 Migration never touches `recall_mode` or `auto_write_scope`.
+
+Rows are copied as `remember` would store them: under `scrub.policy: redact`
+(the default) the text of a row that holds a secret is copied redacted; the
+plan and the run count those rows (`secrets`).
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ class PlanGroup:
     rows: int
     memories: int
     namespaces: list[PlanNamespace]
+    secrets: int = 0  # rows whose text holds a secret (see `Plan.scrub_policy`)
 
 
 @record
@@ -122,6 +127,8 @@ class Plan:
     shared_tables: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)  # journals a crash left
     notes: list[str] = field(default_factory=list)
+    secrets: int = 0  # rows whose text holds a secret
+    scrub_policy: str = "redact"  # what the copy does about them
 
 
 @record
@@ -132,6 +139,7 @@ class GroupResult:
     already_there: int
     missing: int
     remapped: int
+    secrets: int = 0  # copied rows that held a secret
 
 
 @record
@@ -144,6 +152,7 @@ class RunResult:
     backups: list[dict[str, str]] = field(default_factory=list)
     # Journals whose snapshots the retention policy deleted after this run.
     pruned_backups: list[str] = field(default_factory=list)
+    secrets: int = 0  # copied rows that held a secret (redacted under `redact`)
 
 
 @record
@@ -256,13 +265,35 @@ def _others(stats: dict[str, Any], data: IndexData) -> dict[str, int]:
     return counts
 
 
-def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str]) -> PlanGroup:
+def scrub_policy() -> str:
+    """The configured `scrub.policy` (`redact` when the settings cannot be read)."""
+    from ..config import load_settings
+    from ..errors import ConfigError
+
+    try:
+        return str(load_settings()["scrub.policy"])
+    except ConfigError:
+        return "redact"
+
+
+def secrets_note(count: int, policy: str, *, done: bool = False) -> str:
+    """The sentence a plan or a run says about the rows that hold secrets."""
+    rows = f"{count} row{'s' if count != 1 else ''} {'held' if done else 'hold'} secrets"
+    if policy == "warn":
+        return (f"{rows}: scrub.policy is warn, so {'they were' if done else 'they will be'} "
+                "copied as they are.")
+    return f"{rows}: {'they were' if done else 'they will be'} copied redacted."
+
+
+def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str],
+                policy: str = "redact", count: bool = True) -> PlanGroup:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         attach_readonly(conn, source, "src")
         schema = discover(conn, "src")
         engine.select_rows(conn, schema, spec.namespaces, spec.scope_to)
         summary = engine.summarize(conn, schema)
+        secrets = engine.count_secrets(conn, schema, policy) if count else 0
         shared_rows = 0 if spec.target_bank == paths.GLOBAL_BANK else sum(
             conn.execute(f"SELECT count(*) FROM temp.mv m JOIN src.{name} s ON s.id = m.key "
                          "WHERE m.tbl = ? AND s.scope = 'global'", (name,)).fetchone()[0]
@@ -286,21 +317,32 @@ def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str]) ->
                      target_bank=spec.target_bank, target_namespace=spec.target_namespace,
                      target_exists=target_db.exists(), scope_to=spec.scope_to,
                      rows=sum(n.rows for n in namespaces),
-                     memories=sum(n.memories for n in namespaces), namespaces=namespaces)
+                     memories=sum(n.memories for n in namespaces), namespaces=namespaces,
+                     secrets=secrets)
 
 
 def plan_migration(selection: Selection, *, index: Index | None = None,
-                   register: bool = False) -> Plan:
-    """What `run` would move; writes nothing (unless `register`, for run)."""
+                   register: bool = False, policy: str | None = None,
+                   count_secrets: bool = True) -> Plan:
+    """What `run` would move; writes nothing (unless `register`, for run).
+
+    `policy`: the `scrub.policy` the copy applies (default: the setting).
+    Without `count_secrets` the rows are not scrubbed to count secrets (a run
+    counts them as it copies).
+    """
     selection.check()
     index = index or Index()
     base = index.base
+    policy = policy or scrub_policy()
     source = paths.default_db_path(base)
     stats = namespace_stats("default", base=base)
     specs, root, notes = _resolve(selection, stats, index, register=register)
-    groups = ([_plan_group(source, spec, base, notes) for spec in specs]
+    groups = ([_plan_group(source, spec, base, notes, policy, count_secrets) for spec in specs]
               if source.exists() else [])
     groups = [g for g in groups if g.rows]
+    secrets = sum(g.secrets for g in groups)
+    if secrets:
+        notes.append(secrets_note(secrets, policy))
     shared: list[str] = []
     if source.exists():
         conn = sqlite3.connect(":memory:")
@@ -320,7 +362,7 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
                 memories=sum(g.memories for g in groups), target_root=root,
                 others=_others(stats, index.load() if register else index.peek()),
                 shared_tables=shared,
-                unfinished=unfinished, notes=notes)
+                unfinished=unfinished, notes=notes, secrets=secrets, scrub_policy=policy)
 
 
 # ---------------------------------------------------------------------------
@@ -379,8 +421,8 @@ def _take_backups(journal: Journal, base: Path, progress: Progress | None = None
     journal.save()
 
 
-def _move_group(journal: Journal, group: Group, progress: Progress | None
-                ) -> engine.MoveOutcome:
+def _move_group(journal: Journal, group: Group, progress: Progress | None,
+                policy: str = "redact") -> engine.MoveOutcome:
     def choose(conn: sqlite3.Connection, schema: Any) -> None:
         if group.rows_file:
             engine.load_rows(conn, journal.read_rows(group.rows_file))
@@ -406,7 +448,7 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None
         raise DataError(f"the source database {source} is missing")
     _ensure_schema(target)
     outcome = engine.move(source, target, choose=choose, journal_rows=record,
-                          on_copied=copied, progress=progress)
+                          on_copied=copied, progress=progress, scrub_policy=policy)
     group.status = "done"
     journal.save()
     clear_caches(source)
@@ -435,8 +477,10 @@ def _prepare(journal: Journal, base: Path, progress: Progress | None) -> None:
     fault("after-backup")
 
 
-def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
+def _complete(journal: Journal, progress: Progress | None,
+              policy: str | None = None) -> list[GroupResult]:
     base = journal.base or paths.data_dir()
+    policy = policy or scrub_policy()
     if not journal.backups:
         _prepare(journal, base, progress)
     journal.status = "running"
@@ -446,7 +490,7 @@ def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
         if group.status == "done":
             continue
         try:
-            outcome = _move_group(journal, group, progress)
+            outcome = _move_group(journal, group, progress, policy)
         except MnemoError as exc:
             if all(g.status == "planned" for g in journal.groups):
                 # Nothing moved: close the journal so it does not block later runs.
@@ -459,14 +503,15 @@ def _complete(journal: Journal, progress: Progress | None) -> list[GroupResult]:
             raise
         results.append(GroupResult(group.source_db, group.target_db, outcome.copied,
                                    outcome.already_there, len(outcome.missing),
-                                   outcome.remapped))
+                                   outcome.remapped, outcome.secrets))
     journal.status = "done"
     journal.finished_at = journals.now_ms()
     journal.save()
     return results
 
 
-def resume_unfinished(base: Path, progress: Progress | None = None) -> list[str]:
+def resume_unfinished(base: Path, progress: Progress | None = None,
+                      policy: str | None = None) -> list[str]:
     """Finish the runs a crash interrupted (their backups and journal exist)."""
     resumed = []
     for journal in journals.unfinished(base):
@@ -474,7 +519,7 @@ def resume_unfinished(base: Path, progress: Progress | None = None) -> list[str]
             raise RefusedError(
                 f"migration {journal.id} was being reverted when it stopped",
                 hint=f"Finish that first: mnemo migrate revert --journal {journal.id}")
-        _complete(journal, progress)
+        _complete(journal, progress, policy)
         resumed.append(journal.id)
     return resumed
 
@@ -503,9 +548,11 @@ def run_migration(selection: Selection, *, index: Index | None = None,
     selection.check()
     index = index or Index()
     base = index.base
+    scrubbing = scrub_policy()
     with _lock(base):
-        resumed = resume_unfinished(base, progress)
-        plan = plan_migration(selection, index=index, register=True)
+        resumed = resume_unfinished(base, progress, scrubbing)
+        plan = plan_migration(selection, index=index, register=True, policy=scrubbing,
+                              count_secrets=False)  # counted by the copy, not twice
         if not plan.groups:
             return RunResult(status="nothing-to-do", journal=None, plan=plan,
                              resumed=resumed)
@@ -518,10 +565,14 @@ def run_migration(selection: Selection, *, index: Index | None = None,
                           for i, g in enumerate(plan.groups)]
         journal.save()
         fault("after-journal-groups")
-        results = _complete(journal, progress)
+        results = _complete(journal, progress, scrubbing)
+        for planned, result in zip(plan.groups, results, strict=False):
+            planned.secrets = result.secrets
+        plan.secrets = sum(g.secrets for g in results)
         pruned = _prune_after_run(base, policy, keep=(journal.id,))
         return RunResult(status="moved", journal=journal.id, plan=plan, groups=results,
-                         resumed=resumed, backups=journal.backups, pruned_backups=pruned)
+                         resumed=resumed, backups=journal.backups, pruned_backups=pruned,
+                         secrets=sum(g.secrets for g in results))
 
 
 # ---------------------------------------------------------------------------

@@ -14,6 +14,13 @@ the next begins:
 A crash before (2) commits leaves the target untouched; after it, the rows
 are in both databases until (3) commits.  Either way every row is somewhere,
 and running the same step again finishes it.
+
+Secrets: a forward move (`scrub_policy`) runs the secret scrubber over each
+copied row's text (`scrub_columns`) as `remember` would, so an old store's
+credentials never reach a bank whose rows are injected into prompts.  Under
+`redact` a row that holds one is copied redacted; a row without one is copied
+byte for byte.  The source keeps the original until the delete, and the
+run's snapshot keeps it after.
 """
 
 from __future__ import annotations
@@ -78,6 +85,103 @@ def _script(conn: sqlite3.Connection, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
+
+
+# Free-text columns scrubbed besides a table's text column (`Table.text_column`):
+# MEMORIA's snippets of the message a row came from, a validation's new content.
+SCRUB_EXTRA_COLUMNS = ("context_snippet", "previous_value", "new_content")
+
+
+def scrub_columns(table: Table) -> list[str]:
+    """The columns of `table` whose text the scrubber cleans when a row is copied."""
+    keep = {table.key, table.ref_column, table.surrogate, SESSION_COLUMN, SCOPE_COLUMN,
+            CHANNEL_COLUMN}
+    names = [table.text_column] if table.text_column else []
+    names += [c for c in SCRUB_EXTRA_COLUMNS if table.has(c) and c not in names]
+    return [c for c in names if c not in keep]
+
+
+def _digest(text: str) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _finds_secret(value: Any, policy: str, clean: set[bytes]) -> bool:
+    """Whether `value` holds a secret; texts found clean are remembered by digest
+    (upstream mirrors each memory's text into several tables)."""
+    from ..memory.scrub import scrub
+
+    if not isinstance(value, str) or not value:
+        return False
+    digest = _digest(value)
+    if digest in clean:
+        return False
+    if scrub(value, policy).found:
+        return True
+    clean.add(digest)
+    return False
+
+
+def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
+    """Rows selected in `temp.mv` whose text holds a secret (0 under policy `off`)."""
+    if policy == "off":
+        return 0
+    found = 0
+    clean: set[bytes] = set()
+    for table in schema.ordered():
+        columns = scrub_columns(table)
+        if not columns:
+            continue
+        key = _key_expr(table, "s")
+        select = ", ".join(f"s.{quote(c)}" for c in columns)
+        for values in conn.execute(
+                f"SELECT {select} FROM temp.mv m JOIN src.{quote(table.name)} s "
+                f"ON {key} = m.key WHERE m.tbl = ?", (table.name,)):
+            if any(_finds_secret(v, policy, clean) for v in values):
+                found += 1
+    return found
+
+
+class _Scrub:
+    """The SQL functions a move scrubs with: `mnemo_scrub(seq, text)` for the copy
+    (counting the rows that held a secret), `mnemo_redacted(text)` to recognise a
+    row a resumed run already copied redacted."""
+
+    def __init__(self, conn: sqlite3.Connection, policy: str | None) -> None:
+        self.policy = policy
+        self.found: set[int] = set()
+        self.clean: set[bytes] = set()  # digests of texts without a secret
+        conn.create_function("mnemo_scrub", 2, self.copy)
+        conn.create_function("mnemo_redacted", 1, self.redacted)
+
+    @property
+    def active(self) -> bool:
+        return self.policy is not None and self.policy != "off"
+
+    def copy(self, seq: int, value: Any) -> Any:
+        from ..memory.scrub import scrub
+
+        if not isinstance(value, str) or not value or not self.active:
+            return value
+        digest = _digest(value)
+        if digest in self.clean:
+            return value
+        result = scrub(value, self.policy or "redact")
+        if not result.found:
+            self.clean.add(digest)
+            return value  # no secret: the row is copied byte for byte
+        self.found.add(seq)
+        return result.text  # under `warn`, the text unchanged
+
+    @staticmethod
+    def redacted(value: Any) -> Any:
+        from ..memory.scrub import scrub
+
+        if not isinstance(value, str) or not value:
+            return value
+        result = scrub(value)
+        return result.text if result.found else value
 
 
 def _key_expr(table: Table, alias: str) -> str:
@@ -190,7 +294,7 @@ def summarize(conn: sqlite3.Connection, schema: Schema) -> dict[str, list[TableS
                 f"SELECT m.owner, count(*), min({tcol}), max({tcol}), {text} {join} "
                 f"GROUP BY m.owner", (table.name,)):
             if sample is not None:
-                sample = " ".join(str(sample).split())[:100]
+                sample = " ".join(_Scrub.redacted(str(sample)).split())[:100]
             result.setdefault(owner, []).append(TableSummary(
                 table.name, count, None if first is None else str(first),
                 None if last is None else str(last), sample))
@@ -208,6 +312,7 @@ class MoveOutcome:
     deleted: int = 0
     missing: list[tuple[str, Any]] = field(default_factory=list)  # in neither database
     remapped: int = 0
+    secrets: int = 0  # copied rows that held a secret (redacted under `redact`)
 
 
 def _check_compatible(src: Schema, dst: Schema, tables: set[str], dst_path: Path,
@@ -266,7 +371,11 @@ def _classify(conn: sqlite3.Connection, table: Table) -> int:
     """
     t = quote(table.name)
     kcol = "rowid" if table.key == "rowid" else quote(table.key)
-    same = " AND ".join(f"d.{quote(c)} IS s.{quote(c)}" for c in _identity_columns(table))
+    scrubbed = scrub_columns(table)
+    # A row a resumed run copied redacted still counts as the same row.
+    same = " AND ".join(f"(d.{quote(c)} IS s.{quote(c)} OR d.{quote(c)} IS mnemo_redacted("
+                        f"s.{quote(c)}))" if c in scrubbed else f"d.{quote(c)} IS s.{quote(c)}"
+                        for c in _identity_columns(table))
     src_has = f"EXISTS (SELECT 1 FROM src.{t} s WHERE s.{kcol} = temp.mv.key)"
     dst_has = f"EXISTS (SELECT 1 FROM main.{t} d WHERE d.{kcol} = temp.mv.new_key)"
     matches = (f"EXISTS (SELECT 1 FROM main.{t} d JOIN src.{t} s ON s.{kcol} = temp.mv.key "
@@ -304,11 +413,14 @@ def _classify(conn: sqlite3.Connection, table: Table) -> int:
     return len(clashes)
 
 
-def _insert_sql(table: Table) -> str:
+def _insert_sql(table: Table, scrub: bool = False) -> str:
     names = [c for c in table.names if c != table.surrogate]
+    scrubbed = scrub_columns(table) if scrub else []
     exprs = []
     for c in names:
-        if c == table.key and not table.key_is_text:
+        if c in scrubbed:
+            exprs.append(f"mnemo_scrub(m.seq, s.{quote(c)})")
+        elif c == table.key and not table.key_is_text:
             exprs.append("m.new_key")
         elif c == SESSION_COLUMN:
             exprs.append("CASE WHEN m.session_set THEN m.new_session ELSE s.session_id END")
@@ -330,8 +442,11 @@ def _insert_sql(table: Table) -> str:
 def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Schema], None],
          journal_rows: Callable[[list[list[Any]]], None],
          on_copied: Callable[[MoveOutcome], None],
-         progress: Progress | None = None) -> MoveOutcome:
+         progress: Progress | None = None, scrub_policy: str | None = None) -> MoveOutcome:
     """Move the rows `choose` puts in `temp.mv` from `source` to `target`.
+
+    With `scrub_policy` (`redact`, `warn`; `off` or None: verbatim) each
+    copied row's text goes through the secret scrubber (`scrub_columns`).
 
     `choose(conn, source_schema)` fills temp.mv (fresh selection or journal);
     `journal_rows(rows)` must durably record the final list before the target
@@ -348,6 +463,7 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
         attach_readonly(dst_conn, source, "src")
         src_schema = discover(dst_conn, "src")
         dst_schema = discover(dst_conn, "main")
+        scrubber = _Scrub(dst_conn, scrub_policy)
         begin_immediate(dst_conn, target)
         choose(dst_conn, src_schema)
         tables = {r[0] for r in dst_conn.execute("SELECT DISTINCT tbl FROM temp.mv")}
@@ -370,7 +486,7 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
         for table in src_schema.ordered():
             if table.name not in tables:
                 continue
-            sql = _insert_sql(table)
+            sql = _insert_sql(table, scrub=scrubber.active)
             seqs = [r[0] for r in dst_conn.execute(
                 "SELECT seq FROM temp.mv WHERE tbl = ? AND state = 'copy' ORDER BY seq",
                 (table.name,))]
@@ -396,6 +512,7 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
             if (found or 0) != expected:
                 raise DataError(f"verification failed for {name}: {found} of {expected} rows "
                                 f"in {target}; nothing was deleted")
+        outcome.secrets = len(scrubber.found)
         outcome.already_there = dst_conn.execute(
             "SELECT count(*) FROM temp.mv WHERE state = 'present'").fetchone()[0]
         outcome.missing = [tuple(r) for r in dst_conn.execute(

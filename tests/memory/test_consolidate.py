@@ -240,3 +240,35 @@ def test_sleeping_a_workspace_without_a_bank_creates_nothing(make_repo, data_dir
     assert consolidate.sleep_context(ws_ctx(a.path), force=True).results[0].status == "no_op"
     assert not a.db(data_dir).exists()
     assert not paths.banks_dir(data_dir).exists()
+
+
+SLEEP_TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+
+
+def _sleep_a_secret(repo, data_dir, policy: str) -> tuple[list[str], list[str], int]:
+    configure(scrub__policy=policy, write_filter="off")
+    ctx = ws_ctx(repo.path)
+    storage.remember(ctx, f"We deploy {repo.path.name} from CI with the token {SLEEP_TOKEN}.",
+                     scrub_policy="off")
+    fill(repo.path, 3)
+    result = consolidate.consolidate(targets.read_target(ctx), force=True)
+    assert result.status == "consolidated" and result.summaries_created
+    db = repo.db(data_dir)
+    summaries = [r[0] for r in query(db, "SELECT content FROM episodic_memory")]
+    previews = [r[0] or "" for r in query(db, "SELECT summary_preview FROM consolidation_log")]
+    words = query(db, "SELECT count(*) FROM fts_episodes WHERE fts_episodes MATCH ?",
+                  '"q7we9rt2yu4io6pa8sd1fg3hj5kl7zx9cv2b"')[0][0]
+    return summaries, previews, words
+
+
+def test_a_summary_of_a_row_holding_a_secret_is_stored_as_remember_would(make_repo, data_dir):
+    """A row stored before every write path scrubbed (here: under `off`, past a write
+    filter that lets secrets through) must not come back verbatim in the summary
+    upstream's sleep writes; under `warn` it is stored as-is, as remember does."""
+    summaries, previews, words = _sleep_a_secret(bind_repo(make_repo("alpha")), data_dir,
+                                                 "redact")
+    assert summaries and not any("Q7wE9rT2" in s for s in summaries + previews)
+    assert any("<redacted-github-token>" in s for s in summaries)
+    assert words == 0  # the full-text index no longer finds the token
+    summaries, _, _ = _sleep_a_secret(bind_repo(make_repo("beta")), data_dir, "warn")
+    assert any(SLEEP_TOKEN in s for s in summaries)

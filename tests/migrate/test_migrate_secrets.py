@@ -1,0 +1,184 @@
+"""Secrets in an old store: `migrate` and `adopt` copy them redacted, as `remember` would.
+
+The old DSH plugin stored text without mnemo's scrubber, so a legacy default
+database can hold credentials.  A move copies each row's text through the
+scrubber (`scrub.policy`), counts the rows that held one in the plan and the
+run, and leaves the original where revert finds it: the source until the
+delete, the run's snapshot after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo import paths
+from dsh_mnemo.faults import EXIT_CODE
+from dsh_mnemo.migrate import Selection, plan_migration, run_migration
+from tests.conftest import bind_repo, configure, mnemo_executable
+from tests.migrate.conftest import ORPHAN_UUID, uuid_namespace
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+PASSWORD = "Xy9Kp2Lm7Qr"
+SECRET_TEXTS = (f"We deploy the falcon service from CI with the token {TOKEN}.",
+                f"The falcon staging database uses DB_PASSWORD={PASSWORD} for now.")
+PLAIN = "I prefer tabs over spaces in the falcon project."
+
+
+def write_legacy(db: Path, session_id: str, *, sleep: bool = True) -> None:
+    """Rows as the DSH plugin wrote them: upstream's own remember, no scrubber."""
+    from mnemosyne.core.memory import Mnemosyne
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    mem = Mnemosyne(session_id=session_id, db_path=db)
+    for text in (*SECRET_TEXTS, PLAIN):
+        assert mem.remember(text, source="conversation", importance=0.5,
+                            extract_entities=True)
+    mem.scratchpad_write(f"scratch: export GITHUB_TOKEN={TOKEN}")
+    if sleep:
+        assert mem.sleep(force=True).get("status") == "consolidated"
+
+
+def contents(db: Path, table: str = "working_memory") -> list[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return sorted(r[0] for r in conn.execute(f"SELECT content FROM {table}"))
+    finally:
+        conn.close()
+
+
+def bank_bytes(data: Path) -> bytes:
+    """Every byte of every file of every bank (WAL and full-text shadow tables included)."""
+    return b"".join(p.read_bytes() for p in sorted((data / "banks").rglob("*")) if p.is_file())
+
+
+def holds_secret(blob: bytes | str) -> bool:
+    if isinstance(blob, str):
+        blob = blob.encode()
+    return TOKEN.encode() in blob or PASSWORD.encode() in blob or b"Q7wE9rT2" in blob
+
+
+def mnemo(*args: str, cwd: Path, code: int = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([mnemo_executable(), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=180, env=dict(os.environ))
+    assert done.returncode == code, (args, done.stdout, done.stderr)
+    return done
+
+
+@pytest.fixture
+def legacy(data_dir: Path, projects: Path) -> Path:
+    """A bound project and a default database with a legacy session holding secrets."""
+    write_legacy(paths.default_db_path(data_dir), "dsh_s1")
+    return bind_repo(projects / "app").path
+
+
+def test_migrate_copies_secrets_redacted_and_says_so(legacy: Path, data_dir: Path) -> None:
+    source = paths.default_db_path(data_dir)
+    assert any(holds_secret(c) for c in contents(source))
+    plan = json.loads(mnemo("migrate", "plan", "--legacy-dsh", "--json", cwd=legacy).stdout)
+    # two memories and their copies (memories, episodic summary, gists, ...) and the scratchpad
+    assert plan["secrets"] >= 4 and plan["scrub_policy"] == "redact"
+    assert plan["groups"][0]["secrets"] == plan["secrets"]
+    note = f"{plan['secrets']} rows hold secrets: they will be copied redacted."
+    assert note in plan["notes"]
+    assert not any(holds_secret(t["sample"] or "") for g in plan["groups"]
+                   for n in g["namespaces"] for t in n["tables"])
+    human = mnemo("migrate", "plan", "--legacy-dsh", cwd=legacy)
+    assert note in " ".join((human.stdout + human.stderr).split())
+
+    ran = mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json", cwd=legacy)
+    result = json.loads(ran.stdout)
+    assert result["status"] == "moved" and result["secrets"] == plan["secrets"]
+    assert f"{plan['secrets']} rows held secrets: they were copied redacted." in " ".join(
+        ran.stderr.split())
+    assert not holds_secret(bank_bytes(data_dir))
+    banks = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))
+    assert len(banks) == 1
+    moved = contents(banks[0])
+    assert PLAIN in moved  # a row without a secret is copied byte for byte
+    assert any("<redacted-github-token>" in c for c in moved)
+    assert any("DB_PASSWORD=<redacted-password>" in c for c in moved)
+    assert any("<redacted-" in c for c in contents(banks[0], "episodic_memory"))
+    assert any("<redacted-" in c for c in contents(banks[0], "scratchpad"))
+    # what the next prompt would get: recall through the bank
+    recalled = mnemo("recall", "falcon deploy token database password", "--json", cwd=legacy)
+    assert "falcon" in recalled.stdout and not holds_secret(recalled.stdout)
+
+    # the journal revert moves the rows back as they are now: redacted
+    mnemo("migrate", "revert", "--yes", "--json", cwd=legacy)
+    assert PLAIN in contents(source)
+    assert not any(holds_secret(c) for c in contents(source))
+
+
+def test_revert_from_backup_restores_the_original_rows(legacy: Path, data_dir: Path) -> None:
+    source = paths.default_db_path(data_dir)
+    before = contents(source)
+    mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json", cwd=legacy)
+    assert not any(holds_secret(c) for c in contents(source))  # moved out
+    assert not holds_secret(bank_bytes(data_dir))  # and redacted on the way
+    restored = json.loads(mnemo("migrate", "revert", "--from-backup", "--yes", "--json",
+                                cwd=legacy).stdout)
+    assert restored["status"] == "restored"
+    assert contents(source) == before and any(holds_secret(c) for c in before)
+
+
+def test_a_run_stopped_after_its_redacted_copy_completes_when_run_again(
+        legacy: Path, data_dir: Path) -> None:
+    """A resumed run recognises the rows it already copied redacted (no clash)."""
+    env = dict(os.environ, MNEMO_TEST_FAULT="after-copy-commit")
+    stopped = subprocess.run([mnemo_executable(), "migrate", "run", "--legacy-dsh", "--yes"],
+                             cwd=legacy, env=env, capture_output=True, timeout=180)
+    assert stopped.returncode == EXIT_CODE
+    banks = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))
+    assert any("<redacted-github-token>" in c for c in contents(banks[0]))
+    assert any(holds_secret(c) for c in contents(paths.default_db_path(data_dir)))
+    again = json.loads(mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json",
+                             cwd=legacy).stdout)
+    assert again["resumed"] and again["status"] == "nothing-to-do"
+    assert not holds_secret(bank_bytes(data_dir))
+    assert "dsh_s1" not in {r for r in _sessions(paths.default_db_path(data_dir))}
+
+
+def _sessions(db: Path) -> set[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in conn.execute("SELECT session_id FROM working_memory")}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("policy", ["warn", "off"])
+def test_warn_and_off_copy_secrets_as_remember_would(legacy: Path, data_dir: Path,
+                                                     policy: str) -> None:
+    configure(scrub__policy=policy)
+    plan = plan_migration(Selection(legacy_dsh=True, to=legacy))
+    result = run_migration(Selection(legacy_dsh=True, to=legacy))
+    banks = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))
+    assert any(TOKEN in c for c in contents(banks[0]))  # stored as-is, as remember does
+    if policy == "warn":
+        assert plan.secrets >= 4 and result.secrets == plan.secrets
+        assert any("scrub.policy is warn" in n for n in plan.notes)
+    else:
+        assert plan.secrets == 0 and result.secrets == 0
+
+
+def test_adopt_copies_an_orphans_secrets_redacted(data_dir: Path, projects: Path) -> None:
+    orphan = uuid_namespace(ORPHAN_UUID)
+    write_legacy(paths.default_db_path(data_dir), orphan, sleep=False)
+    target = projects / "orphan-home"
+    target.mkdir()
+    done = mnemo("adopt", orphan, str(target), "--json", cwd=projects)
+    adopted = json.loads(done.stdout)
+    assert adopted["status"] == "adopted" and adopted["moved_rows"] >= 3
+    assert "rows held secrets: they were copied redacted." in " ".join(done.stderr.split())
+    assert not holds_secret(bank_bytes(data_dir))
+    bank = paths.bank_db_path(adopted["bank"], data_dir)
+    assert PLAIN in contents(bank)
+    assert any("<redacted-github-token>" in c for c in contents(bank))
