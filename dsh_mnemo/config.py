@@ -108,6 +108,12 @@ SCHEMA: tuple[Key, ...] = (
     Key("embeddings.api_key_env", str, "",
         "Name of the environment variable holding the `openai-url` backend's API key "
         "(the key itself is never stored)."),
+    Key("embeddings.query_prefix", str, "",
+        "Text the `openai-url` backend puts before each prompt it embeds (an e5 model "
+        "served elsewhere wants `query: `)."),
+    Key("embeddings.document_prefix", str, "",
+        "Text the `openai-url` backend puts before each memory it embeds (an e5 model "
+        "served elsewhere wants `passage: `)."),
     Key("embeddings.timeout_seconds", float, 2.0,
         "Time limit of one request to the `openai-url` backend.", minimum=0.1, maximum=30.0),
     Key("backups.keep_days", int, 30,

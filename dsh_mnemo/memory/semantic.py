@@ -75,6 +75,9 @@ def backend_options(settings: Settings) -> tuple[str, dict[str, Any]]:
                    "timeout": float(settings["embeddings.timeout_seconds"])}
         if settings["embeddings.api_key_env"]:
             options["api_key_env"] = settings["embeddings.api_key_env"]
+        for key in ("query_prefix", "document_prefix"):
+            if settings[f"embeddings.{key}"]:
+                options[key] = settings[f"embeddings.{key}"]
     return backend, options
 
 

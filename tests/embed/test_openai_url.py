@@ -53,6 +53,25 @@ def test_prefixes_are_sent_and_change_the_model_id(embed_server: EmbedServer) ->
     assert e.model_id != plain.model_id and "test-embed" in e.model_id
 
 
+def test_the_prefixes_come_from_the_settings(embed_server: EmbedServer) -> None:
+    """`embeddings.query_prefix` / `document_prefix`, as `mnemo config set` writes them."""
+    from dsh_mnemo.memory import semantic
+    from tests.conftest import configure
+
+    settings = configure(embeddings__backend="openai-url", embeddings__url=embed_server.url,
+                         embeddings__model="test-embed", embeddings__query_prefix="query: ",
+                         embeddings__document_prefix="passage: ")
+    semantic.reset()
+    try:
+        e = semantic.embedder(settings)
+        assert e is not None, semantic.load(settings).reason
+        e.embed_queries(["q"])
+        e.embed_documents(["d"])
+    finally:
+        semantic.reset()
+    assert [r["input"] for r in embed_server.requests][-2:] == [["query: q"], ["passage: d"]]
+
+
 def test_texts_are_sent_in_batches(embed_server: EmbedServer) -> None:
     e = load_backend("openai-url", options(embed_server, dim=8, batch=2)).embedder
     assert e is not None
