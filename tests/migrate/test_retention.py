@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -231,6 +232,10 @@ def test_a_symlinked_folder_is_never_followed(repo: Path, dsh_data: Path, tmp_pa
     outside = tmp_path / "precious"
     outside.mkdir()
     (outside / "keep.txt").write_text("mine")
+    # an hour old, so that `--older-than 0` finds it due whatever the clock's resolution
+    # (a folder made in the same millisecond as the prune is 0 days old, not older)
+    old = time.time() - 3600
+    os.utime(outside, (old, old))
     paths.backups_dir(dsh_data).mkdir(parents=True, exist_ok=True)
     link = paths.backups_dir(dsh_data) / "20200101T000000000-feeded"
     link.symlink_to(outside, target_is_directory=True)
