@@ -276,6 +276,34 @@ def _sub(pattern: re.Pattern[str], text: str, findings: list[str], replace: Repl
     return "".join(pieces)
 
 
+def _sub_commands(pattern: re.Pattern[str], text: str, findings: list[str],
+                  replace: Replace) -> str:
+    """`_sub` for a command and its flag (groups `cmd`, `value`): when `replace` turns a
+    match down, the search goes on right after its command word, so a later command
+    of the line (`docker exec -it mongo mongosh -p …`) gets its own match.  Each
+    command word is tried once, and a match spans a bounded number of words."""
+    lowered = _lower(text)
+    pieces: list[str] = []
+    pos = done = 0
+    while True:
+        match = pattern.search(lowered, pos)
+        if match is None:
+            break
+        result = replace(match, text)
+        if result is None:
+            pos = match.end("cmd")
+            continue
+        start, end, replacement, kind = result
+        pieces.append(text[done:start])
+        pieces.append(replacement)
+        findings.append(kind)
+        pos = done = end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 def _sub_fixed(pattern: re.Pattern[str], text: str, findings: list[str], template: str,
                kind: str) -> str:
     """`pattern.subn(template, text)` (no Python per match); one finding per match."""
@@ -364,13 +392,34 @@ _PLACEHOLDER = lazy(
     r"\[redacted[^\]\n]{0,32}\]|your[ _-][\w -]{0,40}|"
     r"(?:os\.environ|os\.getenv|getenv|process\.env|env|settings|config)[.\[(].{0,64})")
 _PLACEHOLDER_START = frozenset("*x.…-<${%[ntfeucyrgpos")
+# An all-caps word that names what goes there (`-p PASSWORD`, `YOUR_API_TOKEN`,
+# `DB_PASS`), matched as written: `Password1` or `hunter2` is no placeholder.
+_CAPS_PLACEHOLDER = lazy(
+    r"(?:[A-Z]{1,16}_){0,3}(?:PASSWORD|PASSWD|PASSPHRASE|PASSCODE|PASS|PWD|PW|SECRET|TOKEN|"
+    r"KEY|APIKEY|CREDENTIALS?|CREDS)(?:_HERE)?")
+# What a Chinese form says in a password's field: optional, required, none, see below.
+_FORM_WORDS = frozenset("""
+可选 必填 必填项 必选 选填 非必填 非必须 必须 无 空 略 见下文 见上文 见下 见上 不填 留空 待定 暂无
+任意 默认 随机 自动生成 同上 同下 见说明 见备注 已隐藏 隐藏 保密 可空 不可为空 不能为空
+""".split())  # noqa: SIM905 - a word list reads better as text
+_FORM_END = "。.，,；;、"
 
 
 def _is_placeholder(value: str) -> bool:
-    """`${VAR}`, `<your key>`, `***`, `null`, `os.environ[...]`: not a secret."""
+    """`${VAR}`, `<your key>`, `***`, `null`, `os.environ[...]`, `$(cat pw)`,
+    `PASSWORD`, `可选`: not a secret."""
     stripped = value.strip().strip("\"'`")
-    if stripped and stripped[0].lower() not in _PLACEHOLDER_START:
-        return False
+    if not stripped:
+        return True
+    first = stripped[0]
+    if first.lower() not in _PLACEHOLDER_START:  # most values: a test or two
+        if first in _UPPER:
+            return len(stripped) <= 64 and _CAPS_PLACEHOLDER.fullmatch(stripped) is not None
+        return first > "\x7f" and stripped.rstrip(_FORM_END) in _FORM_WORDS
+    if first == "$" and stripped.startswith("$("):  # a command substitution: a reference
+        return True
+    if first in _UPPER and len(stripped) <= 64 and _CAPS_PLACEHOLDER.fullmatch(stripped):
+        return True
     return bool(_PLACEHOLDER.fullmatch(_lower(stripped))) or stripped.startswith(MARKER_PREFIX)
 
 
@@ -386,6 +435,23 @@ hidden masked shown visible secure insecure managed handled generated random
 unique case sensitive length characters digits letters etc ok fine good bad
 your my our their his her its one ones bucket buckets based auth authentication with from
 """.split())  # noqa: SIM905 - a word list reads better as text
+# Verbs and participles that follow "password is" in prose ("is cached by gpg-agent",
+# "is kept in the vault", "is set every 90 days", "is to be rotated"), besides any
+# lowercase word ending in -ed.
+_PARTICIPLES = frozenset("""
+kept held shown written sent given taken known read hidden stolen broken forgotten lost
+built made done put left found got gotten spent shared set reset be been being to use
+type click enter see must should can will
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _prose_verb(word: str) -> bool:
+    """`word`, as written, is a verb or participle of prose (`rotated`, `cached`, `kept`)."""
+    low = word.lower()
+    if low in _PARTICIPLES:
+        return True
+    return (word.islower() and word.isalpha() and len(word) > 3 and low.endswith("ed")
+            and not low.endswith("eed"))
 
 
 # ─── Private-key blocks ────────────────────────────────────────────────────
@@ -688,7 +754,9 @@ _KV = lazy(
     r"[\"'`][^\s\"'`]{1,1024})")
 _WEAK_KEYWORDS = frozenset(("key", "pwd", "pw", "pass", "auth"))
 _WORD_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_LINE_LEAD = lazy(r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
+# (A hook stores a turn as `[USER] …`: its role label starts the line as well.)
+_LINE_LEAD = lazy(r"(?:\[(?:USER|ASSISTANT)\][ \t]{1,4})?"
+                  r"[ \t]{0,32}(?:[-*][ \t]{1,8}|export[ \t]{1,8}|set[ \t]{1,8})?[\"']?")
 _TRAILING = ".,;:!?)]}"
 _PUNCTUATION = ".,;:!?"
 
@@ -748,15 +816,20 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
             return None
         kind = _kind_for_key(prefix + keyword)
         return _Span(value_start + 1, end - 1, marker(kind), kind)
+    config = strong and match.group("sep") != "=" and _at_line_start(text, start - len(prefix))
     if value[0] in "\"'`":  # an opening quote never closed on this line
         value_start += 1
         value = value[1:]
     elif keyword == "passphrase" and match.group("sep").strip() != "=":
-        stop = _passphrase_end(text, value_start,  # `passphrase: correct horse battery staple`
-                               value.split(" ", 1)[0].rstrip(_TRAILING))
-        if stop is not None:
+        # `passphrase: correct horse battery staple`: words, to the end of the clause
+        # (of the line on a config line, as any other key's value there)
+        first = value.split(" ", 1)[0].rstrip(_TRAILING)
+        stop = _passphrase_end(text, value_start, first)
+        if stop is not None and not config:
             return _Span(value_start, stop, marker("password"), "password")
-    if strong and match.group("sep") != "=" and _at_line_start(text, start - len(prefix)):
+        if config and stop is None and (first.lower() in _STOPWORDS or _prose_verb(first)):
+            return None  # `passphrase: required for every push`
+    if config:
         # A config line (YAML, INI, TOML: `key: value`, `key = value`): the
         # value is the rest of the line, less a ` #` comment, so a multi-word
         # value goes whole.  `KEY=value` (shell, .env) ends at a space.
@@ -770,14 +843,16 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         return None
     if not strong and not _weak_secret(value):
         return None
-    if strong and value.split(" ", 1)[0].lower() in _STOPWORDS:
+    if strong and value.split(" ", 1)[0].lower() in _STOPWORDS and not (
+            config and keyword == "passphrase"):  # `passphrase: my dog has fleas 42`
         return None
     kind = _kind_for_key(prefix + keyword)
     return _Span(value_start, value_start + len(value), marker(kind), kind)
 
 
 def _at_line_start(text: str, key_start: int) -> bool:
-    """Only indentation, a list dash, `export` or a quote before the key on its line."""
+    """Only a role label, indentation, a list dash, `export` or a quote before the key
+    on its line."""
     while key_start > 0 and text[key_start - 1] in "\"'":
         key_start -= 1
     line_start = text.rfind("\n", max(0, key_start - 48), key_start) + 1
@@ -812,12 +887,36 @@ _CLI_FLAG = lazy(
 _MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
                       r"(?P<value>[^\s\"']{1,256}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
 
-# `docker login -u bot -p S3cret registry`, `sshpass -p S3cret ssh host`: a short
-# `-p` that is a password only for these commands (`docker run -p 8080:80` is a port).
-_LOGIN_P = lazy(r"(?P<head>(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|"
-                r"helm[ \t]{1,4}registry|az|oc|cf)[ \t]{1,4}login|sshpass|"
-                r"mongo(?:sh|dump|restore|import|export|stat|top|files)?)"
-                r"(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-p[ \t]{1,4})" + _FLAG_VALUE)
+
+def _args(most: int) -> str:
+    """Up to `most` words after a command word, before its flag (`-u admin --host db`)."""
+    return r"(?P<args>(?:[ \t]{1,4}[^\s|;&]{1,200}){0," + str(most) + "}?)"
+
+
+# `docker login -u bot -p S3cret registry`, `sshpass -p S3cret ssh host`,
+# `mongosh -u admin -p S3cret`: a short `-p` that is a password only for these
+# commands (`docker run -p 8080:80` is a port), and only as their own argument
+# (`_same_command`).
+_LOGIN_P = lazy(r"(?P<head>(?P<cmd>(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|"
+                r"crane|helm[ \t]{1,4}registry|az|oc|cf)[ \t]{1,4}login|sshpass))"
+                + _args(8) + r"[ \t]{1,4}-p[ \t]{1,4})" + _FLAG_VALUE)
+_MONGO_P = lazy(r"(?P<head>(?P<cmd>mongo(?<![\w-]mongo)"
+                r"(?:sh|dump|restore|import|export|stat|top|files)?)"
+                + _args(8) + r"[ \t]{1,4}-p[ \t]{1,4})" + _FLAG_VALUE)
+# Words that end a command's arguments: another command, or a connective of prose
+# (`redis-cli --scan then ls -a /tmp`, `with openssl so use curl -k https://…`).
+_OTHER_COMMANDS = frozenset("""
+curl wget ls cat cd mkdir rm rmdir cp mv ln echo printf grep egrep sed awk find xargs sudo su
+chmod chown tar zip unzip docker podman kubectl helm ssh scp rsync git npm npx yarn pnpm pip
+pip3 python python3 node deno sh bash zsh fish make systemctl service journalctl nc netcat
+telnet psql mysql mongo mongosh redis-cli openssl htpasswd nginx apt apt-get yum dnf brew
+touch tee head tail less more kill export env watch time nohup exec
+then so and or but because while after before since instead also use using run try is are
+was were needs need
+""".split())  # noqa: SIM905 - a word list reads better as text
+_PATH_START = ("/", "./", "../", "~/")
+_PORT = lazy(r"(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}:)?[0-9]{1,5}(?:-[0-9]{1,5})?"
+             r"(?::[0-9]{1,5}(?:-[0-9]{1,5})?)?(?:/(?:tcp|udp|sctp))?")
 
 
 def _quoted_value(match: re.Match[str], text: str) -> tuple[int, int, str]:
@@ -830,17 +929,88 @@ def _quoted_value(match: re.Match[str], text: str) -> tuple[int, int, str]:
 
 def _flag(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
     start, end, value = _quoted_value(match, text)
-    if _is_placeholder(value) or value.lower() in _STOPWORDS:
-        return None
+    if value[:1] == "`" or _is_placeholder(value) or value.lower() in _STOPWORDS:
+        return None  # an unclosed backtick opens a command substitution
+    if start == match.start("value"):  # unquoted: `--password S3cret;` keeps its `;`
+        end = start + len(value.rstrip(";,"))
+        if end == start:
+            return None
     kind = _kind_for_key(match.group("head").strip())
     return start, end, marker(kind), kind
 
 
-def _mysql(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+def _cli_value(match: re.Match[str], text: str,
+               ports: bool = False) -> tuple[int, int, str, str] | None:
+    """A password given on a command line: not a `$(…)` or backtick substitution, a
+    placeholder, a URL or a path (with `ports`, a port or port mapping); a `;` or `,`
+    after it ends the command, not the password, and a backtick closes a code span."""
     start, end, value = _quoted_value(match, text)
-    if _is_placeholder(value):
+    if value[:1] == "`" or _is_placeholder(value):
         return None
+    if start == match.start("value"):  # unquoted (a closing backtick is markdown's)
+        value = value.rstrip(";,`")
+        end = start + len(value)
+        if (not value or value.lower() in _STOPWORDS or "://" in value
+                or value.startswith(_PATH_START)):
+            return None
+        if ports and _is_port(value):
+            return None
     return start, end, marker("password"), "password"
+
+
+def _is_port(value: str) -> bool:
+    """A port (`27017`, at most 65535), a range, or a mapping (`8080:80`, `127.0.0.1:80:80/tcp`)."""
+    if _PORT.fullmatch(value) is None:
+        return False
+    return ":" in value or int(value.split("/")[0].split("-")[0]) < 65536
+
+
+def _same_command(match: re.Match[str], positional: int) -> bool:
+    """The flag of `match` is an argument of its command word (group `cmd`): no other
+    command or connective of prose in between, at most `positional` words that are
+    neither a flag nor a flag's value, none ending a clause."""
+    after_flag = False
+    for word in match.string[match.end("cmd"):match.end("args")].split():
+        if word in _OTHER_COMMANDS or word[-1] in ".,:":
+            return False
+        if word[0] == "-":
+            after_flag = True
+        elif after_flag:
+            after_flag = False
+        else:
+            positional -= 1
+            if positional < 0:
+                return False
+    return True
+
+
+def _command_word(lowered: str, start: int) -> bool:
+    """The word at `start` is a command, not another command's argument (`--name mongo`,
+    `svc/mongo`, `mongo.conf`): only a directory or an opening `(` `$(` or quote may
+    come before it in its word, and the word before is not a flag."""
+    window = lowered[max(0, start - 64):start]
+    cut = max(window.rfind(" "), window.rfind("\t"), window.rfind("\n"))
+    prefix = window[cut + 1:].lstrip("`($\"'")
+    if prefix and not (prefix.startswith(_PATH_START) and prefix[-1] == "/"):
+        return False
+    before = window[:cut + 1]
+    words = before[before.rfind("\n") + 1:].split()
+    return not (words and len(words[-1]) > 1 and words[-1][0] == "-")
+
+
+def _cli_password(positional: int, command_word: bool = False, ports: bool = False) -> Replace:
+    """The callback for a command's password flag (see `_cli_value`, `_same_command`)."""
+    def replace(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+        if command_word and not _command_word(match.string, match.start("cmd")):
+            return None
+        if not _same_command(match, positional):
+            return None
+        return _cli_value(match, text, ports)
+    return replace
+
+
+_TOOL_PASSWORD = _cli_password(2)
+_MONGO_PASSWORD = _cli_password(1, command_word=True, ports=True)
 
 
 # `htpasswd -b .htpasswd dana S3cret`, `htpasswd -nbB dana S3cret`: with `-b` the
@@ -852,6 +1022,14 @@ _HTPASSWD = lazy(
     r"(?P<args>(?:[ \t]{1,4}(?:" + _SHELL_ARG + r")){2,3})")
 _HTPASSWD_ARG = lazy(_SHELL_ARG)
 _HTPASSWD_FLAG = lazy(r"-([A-Za-z]{1,8})")
+# Words of a sentence about the command (`htpasswd -b is insecure because …`,
+# `htpasswd -nb prints the hash`): no file, user or password is one of these.
+_PROSE_ARGS = _STOPWORDS | frozenset("""
+because since so then but if when which who what how why where while until unless
+prints print shows show writes write creates create makes make takes take puts put
+reads read asks ask needs need lets let puts uses used means mean flag flags option
+options mode works work does do did has have had gets get returns return you we i they
+""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 def _htpasswd(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -860,13 +1038,16 @@ def _htpasswd(match: re.Match[str], text: str) -> tuple[int, int, str, str] | No
     if not any("b" in flag for flag in flags):
         return None
     args = list(_HTPASSWD_ARG.finditer(text, *match.span("args")))
+    # FILE USER PASSWORD, or with `-n` USER PASSWORD
     index = 1 if any("n" in flag for flag in flags) else 2
-    if len(args) <= index:
+    if len(args) <= index or any(arg.group().lower() in _PROSE_ARGS for arg in args[:index + 1]):
         return None
     start, end = args[index].span()
     value = text[start:end]
     if value[0] in "\"'" and value[-1] == value[0]:
         start, end, value = start + 1, end - 1, value[1:-1]
+    elif value[0] == "`":  # a command substitution
+        return None
     if _is_placeholder(value):
         return None
     return start, end, marker("password"), "password"
@@ -874,10 +1055,10 @@ def _htpasswd(match: re.Match[str], text: str) -> tuple[int, int, str, str] | No
 
 # `redis-cli -a S3cret`, `openssl enc -k S3cret` (`-K`: the raw key), and openssl's
 # `-pass pass:S3cret` / `-passin` / `-passout`.
-_REDIS_A = lazy(r"(?P<head>(?<![\w-])redis-cli(?:[ \t]{1,4}[^\s|;&]{1,200}){0,8}?[ \t]{1,4}-a"
-                r"[ \t]{1,4})" + _FLAG_VALUE)
-_OPENSSL_K = lazy(r"(?P<head>(?<![\w-])openssl(?:[ \t]{1,4}[^\s|;&]{1,200}){0,12}?[ \t]{1,4}-k"
-                  r"[ \t]{1,4})" + _FLAG_VALUE)
+_REDIS_A = lazy(r"(?P<head>(?P<cmd>redis-cli(?<![\w-]redis-cli))" + _args(8)
+                + r"[ \t]{1,4}-a[ \t]{1,4})" + _FLAG_VALUE)
+_OPENSSL_K = lazy(r"(?P<head>(?P<cmd>openssl(?<![\w-]openssl))" + _args(12)
+                  + r"[ \t]{1,4}-k[ \t]{1,4})" + _FLAG_VALUE)
 _PASS_ARG = lazy(r"(?P<head>(?<![\w-])-pass(?:in|out)?[ \t]{1,4}pass:)(?P<value>[^\s\"']{1,256})")
 # A `.pgpass` line, host:port:database:user:password, alone on its line.  Its
 # password goes when the text names the file, or when it looks random.
@@ -896,21 +1077,27 @@ def _pgpass(named: bool) -> Replace:
 
 
 def _redact_flags(text: str, findings: list[str]) -> str:
-    if "redis-cli" in text:
-        text = _sub(_REDIS_A, text, findings, _mysql)
-    if "openssl" in text:
-        text = _sub(_OPENSSL_K, text, findings, _mysql)
-        text = _sub(_PASS_ARG, text, findings, _mysql)
+    # The keywords are looked for in the text the patterns run on (`_lower`), once:
+    # `Redis-cli -a …`, `OpenSSL enc -k …`, `Az Login -p …`.
+    lowered = _lower(text)
+    if "redis-cli" in lowered:
+        text = _sub_commands(_REDIS_A, text, findings, _TOOL_PASSWORD)
+    if "openssl" in lowered:
+        text = _sub_commands(_OPENSSL_K, text, findings, _TOOL_PASSWORD)
+        text = _sub(_PASS_ARG, text, findings, _cli_value)
     if text.count(":") >= 4:
-        text = _sub(_PGPASS, text, findings, _pgpass("pgpass" in text.lower()))
-    if "htpasswd" in text:
+        text = _sub(_PGPASS, text, findings, _pgpass("pgpass" in lowered))
+    if "htpasswd" in lowered:
         text = _sub(_HTPASSWD, text, findings, _htpasswd)
     if "--" in text:
         text = _sub(_CLI_FLAG, text, findings, _flag)
-    if "-p" in text and ("mysql" in text or "mariadb" in text):
-        text = _sub(_MYSQL_P, text, findings, _mysql)
-    if "-p" in text and ("login" in text or "sshpass" in text or "mongo" in text):
-        text = _sub(_LOGIN_P, text, findings, _mysql)
+    if "-p" in lowered:
+        if "mysql" in lowered or "mariadb" in lowered:
+            text = _sub(_MYSQL_P, text, findings, _cli_value)
+        if "login" in lowered or "sshpass" in lowered:
+            text = _sub_commands(_LOGIN_P, text, findings, _TOOL_PASSWORD)
+        if "mongo" in lowered:
+            text = _sub_commands(_MONGO_P, text, findings, _MONGO_PASSWORD)
     return text
 
 
@@ -923,11 +1110,14 @@ _PHRASE_KEYWORD = (
 _PHRASE_VALUE = r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s\"'`<>]{1,256})"
 _PHRASE = lazy(
     _PHRASE_KEYWORD +
-    r"(?P<ctx>[ \t]{1,4}(?:for|of|to|on)[ \t]{1,4}[^\n.,;:!?=]{1,40}?)?"
+    # "for staging", "for db.example.com", "for admin@example.com": a `.` or `:` only
+    # inside a word (a host, a port), never one that ends a sentence
+    r"(?P<ctx>[ \t]{1,4}(?:for|of|to|on)[ \t]{1,4}"
+    r"(?:[^\n.,;:!?=]|[.:](?=[^\s.,;:!?=])){1,40}?)?"
     r"(?P<verb>(?:[ \t]{1,4}(?:is|was|will[ \t]be|should[ \t]be)|['’]s)(?:[ \t]{0,4}:)?[ \t]{1,4}"
     r"(?:now[ \t]{1,4}|still[ \t]{1,4}|just[ \t]{1,4}|set[ \t]to[ \t]{1,4})?"
     # "the password for staging = …" (with no "for …", `password: …` is a key=value)
-    r"|(?(ctx)[ \t]{0,4}[:=][ \t]{0,4}|(?!)))" + _PHRASE_VALUE)
+    r"|(?(ctx)[ \t]{0,4}(?::=|==|=>|[:=])[ \t]{0,4}(?![=>:])|(?!)))" + _PHRASE_VALUE)
 _BARE = lazy(_PHRASE_KEYWORD + r"(?P<verb>[ \t]{1,4})" + _PHRASE_VALUE)
 _PASSWORD_WORDS = ("password", "passphrase", "passcode", "passwd")
 # "use Tr0ub4dor3 as the password", "with 'a b c' as the new passphrase".
@@ -935,7 +1125,9 @@ _USE_AS = lazy(
     r"(?<![\w-])(?:use|try|with|using)[ \t]{1,4}"
     r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s\"'`<>]{1,256})"
     r"[ \t]{1,4}as[ \t]{1,4}(?:(?:the|a|an|my|your|our|its)[ \t]{1,4})?"
-    r"(?:[a-z0-9_-]{1,20}[ \t]{1,4})?(?P<head>pass(?:word|phrase|code)|passwd)(?![a-z])")
+    r"(?:[a-z0-9_-]{1,20}[ \t]{1,4}){0,2}(?P<head>pass(?:word|phrase|code)|passwd)"
+    # the end of the clause, or "for/of/on X": "as the password hash" is a hash
+    r"(?=[ \t]{0,4}(?:[.,;:!?)\]\"'`\n]|\Z)|[ \t]{1,4}(?:for|of|on)(?![a-z0-9_-]))")
 _PIN = lazy(r"(?<![\w-])pin(?:[ \t]{1,4}(?:code|number))?[ \t]{1,4}(?:is|was)"
                   r"(?:[ \t]{0,4}:)?[ \t]{1,4}(?P<value>[0-9]{4,12})(?![0-9])")
 _PHRASE_WORDS = ("pass", "pin", "key", "secret", "token")
@@ -951,8 +1143,9 @@ _SET_TO = lazy(
 _CJK_SECRET_WORDS = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "パスワード", "비밀번호")
 _CJK_PHRASE = lazy(
     r"(?P<kw>密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)"
-    r"(?P<verb>[ \t]{0,4}(?:[就还都也]?是|为|為|：|:|=|改成了?|改为|改為|设为|设置为|設為|"
-    r"设置成了?|设成了?|换成了?|更新为|更新成了?|修改为|修改成了?|重置为|重置成了?|"
+    r"(?P<verb>[ \t]{0,4}(?:就?是|(?P<weak>[还都也])是|为|為|：|:|=|"
+    r"(?:已经?|被)?(?:改成了?|改为|改為|设为|设置为|設為|设置成了?|设成了?|换成了?|"
+    r"更新为|更新成了?|修改为|修改成了?|重置为|重置成了?)|"
     r"は|が|는|은|가)?"
     r"[ \t]{0,4}(?:[:：=][ \t]{0,4})?)"  # "密码是：…": a word, then a colon
     r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|“[^”\n]{1,256}”|"
@@ -984,10 +1177,11 @@ def _passphrase_end(text: str, start: int, first: str) -> int | None:
     (`first`) is not a plain word (one token, as any password: the caller's
     rule applies), or when the words read as prose: a stop word first ("stored
     in the vault", "required for every push"), unless at least three words
-    with a digit among them follow within 64 characters.  A text can hold a
+    with a digit among them follow within 64 characters; a verb or participle
+    first (`_prose_verb`: "rotated every 90 days") is always prose.  A text can hold a
     phrase every few characters, so prose is told within the short window."""
-    if not first.isalpha():
-        return None
+    if not first.isalpha() or _prose_verb(first):
+        return None  # "is rotated every 90 days", "is cached by gpg-agent for 10 minutes"
     if first.lower() in _STOPWORDS:
         window = _clause(text, start, 64)
         if not any(ch.isdigit() for ch in window) or len(window.split(None, 2)) < 3:
@@ -1034,7 +1228,7 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
         kind = kind_if_random
     else:
         return None
-    if _is_placeholder(inner) or (raw_placeholder and _is_placeholder(value)):
+    if _is_placeholder(inner) or (raw_placeholder and value != inner and _is_placeholder(value)):
         return None
     if not closed:
         bare = value.rstrip(_PUNCTUATION)
@@ -1049,7 +1243,7 @@ def _named_secret(match: re.Match[str], text: str, quotes: dict[str, str], *,
             stop = _passphrase_end(text, start, inner)
             if stop is not None:
                 return start, stop, marker(kind), kind
-        if inner.lower() in _STOPWORDS:
+        if inner.lower() in _STOPWORDS or _prose_verb(inner):
             return None
     return start, end, marker(kind), kind
 
@@ -1091,7 +1285,10 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
 
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
     kind = _CJK_KINDS.get(match.group("kw"), "key")
-    return _named_secret(match, text, _CJK_QUOTES, password=kind == "password",
+    # "密码都是/还是/也是 …" ("are all", "is still", "is also") as often says what the
+    # passwords are like (`bcrypt`, `SSO`, `8 位以上`): only a random value counts
+    return _named_secret(match, text, _CJK_QUOTES,
+                         password=kind == "password" and match.start("weak") < 0,
                          kind_if_random=kind, raw_placeholder=True)
 
 

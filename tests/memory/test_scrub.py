@@ -300,6 +300,86 @@ def test_placeholders_are_not_findings() -> None:
     assert not scrub(text, "redact").findings
 
 
+PW = marker("password")
+
+
+@pytest.mark.parametrize("text, expected", [
+    # `-p` of the mongo tools only as their own command's argument
+    ("mongosh -u admin -p hunter2", f"mongosh -u admin -p {PW}"),
+    ("mongo --host db -u admin -p Qm7tRx2kLp9", f"mongo --host db -u admin -p {PW}"),
+    ("docker exec -it mongo mongosh -u admin -p Qm7tRx2kLp9",
+     f"docker exec -it mongo mongosh -u admin -p {PW}"),
+    ("connect with /usr/bin/mongosh -u admin -p Qm7tRx2kLp9 first",
+     f"connect with /usr/bin/mongosh -u admin -p {PW} first"),
+    ("mongo -p 123456", f"mongo -p {PW}"),  # six digits: no port
+    ("mongo -p 8080", "mongo -p 8080"),
+    # a `key: value` passphrase line takes the rest of the line
+    ("passphrase: tall tree, Qm7tRx2kLp9", f"passphrase: {PW}"),
+    ("passphrase: correct horse, battery staple", f"passphrase: {PW}"),
+    ("passphrase: my dog has fleas 42", f"passphrase: {PW}"),
+    ("  passphrase: correct horse # old", f"  passphrase: {PW} # old"),
+    ("passphrase: required for every push", "passphrase: required for every push"),
+    # "the password for X" with `:=` `==` `=>`, hosts and emails
+    ("the password for staging := hunter2", f"the password for staging := {PW}"),
+    ("the password for staging == Qm7tRx2kLp9", f"the password for staging == {PW}"),
+    ("the password for staging => Qm7tRx2kLp9", f"the password for staging => {PW}"),
+    ("the password for db.example.com = Qm7tRx2kLp9", f"the password for db.example.com = {PW}"),
+    ("the password for admin@example.com: Qm7tRx2kLp9",
+     f"the password for admin@example.com: {PW}"),
+    ("the password for it. It is Monday", "the password for it. It is Monday"),
+    # "use X as the password", up to two modifiers, the clause ending there
+    ("use Tr0ub4dor3 as the new db password", f"use {PW} as the new db password"),
+    ("use Tr0ub4dor3 as the password.", f"use {PW} as the password."),
+    ("use Tr0ub4dor3 as the password for staging", f"use {PW} as the password for staging"),
+    ("We use bcrypt as the password hashing algorithm.",
+     "We use bcrypt as the password hashing algorithm."),
+    # a verb or participle after "is" is prose
+    ("the passphrase is rotated every 90 days", "the passphrase is rotated every 90 days"),
+    ("The passphrase is cached by gpg-agent for 10 minutes",
+     "The passphrase is cached by gpg-agent for 10 minutes"),
+    ("the password is cached by gpg", "the password is cached by gpg"),
+    ("the ssh passphrase is my dog has 3 fleas", f"the ssh passphrase is {PW}"),
+    # `-k`, `-a` of a later command on the line
+    ("openssl genrsa -out k.pem; curl -k https://localhost:8443/health",
+     "openssl genrsa -out k.pem; curl -k https://localhost:8443/health"),
+    ("redis-cli -h cache -a Qm7tRx2kLp9 ping", f"redis-cli -h cache -a {PW} ping"),
+    # htpasswd as the real command takes its arguments
+    ("htpasswd -b /etc/nginx/.htpasswd admin hunter2",
+     f"htpasswd -b /etc/nginx/.htpasswd admin {PW}"),
+    ("htpasswd -nb prints the hash to stdout", "htpasswd -nb prints the hash to stdout"),
+    # Chinese connectors
+    ("密码都是 Qm7tRx2kLp9", f"密码都是 {PW}"),
+    ("密码也是 8 位以上", "密码也是 8 位以上"),
+    ("数据库密码已更新为 Qm7tRx2kLp", f"数据库密码已更新为 {PW}"),
+    ("管理员密码被重置为 hunter2", f"管理员密码被重置为 {PW}"),
+    # keywords in any case
+    ("Mongosh -u admin -p hunter2", f"Mongosh -u admin -p {PW}"),
+    ("OpenSSL enc -aes-256-cbc -k hunter2", f"OpenSSL enc -aes-256-cbc -k {PW}"),
+    ("Redis-cli -a hunter2", f"Redis-cli -a {PW}"),
+    ("Az Login -u x -p hunter2", f"Az Login -u x -p {PW}"),
+    # Chinese form words are no password; a real one still goes
+    ("密码（Password）：可选", "密码（Password）：可选"),
+    ("密码（Password）：Qm7tRx2kLp9", f"密码（Password）：{PW}"),
+    # command substitutions are references; a `;` or `,` after a value stays
+    ("redis-cli -a $(cat /run/secrets/redis)", "redis-cli -a $(cat /run/secrets/redis)"),
+    ("redis-cli -a `cat /run/secrets/redis`", "redis-cli -a `cat /run/secrets/redis`"),
+    ("the password is $(cat pw.txt)", "the password is $(cat pw.txt)"),
+    ("mongosh -u admin -p hunter2;", f"mongosh -u admin -p {PW};"),
+    ("redis-cli -a hunter2, then ping", f"redis-cli -a {PW}, then ping"),
+    ("--password hunter2; ok", f"--password {PW}; ok"),
+    ("run `mongosh -u admin -p hunter2` first", f"run `mongosh -u admin -p {PW}` first"),
+    # all-caps placeholder words
+    ("az login -u bot -p PASSWORD", "az login -u bot -p PASSWORD"),
+    ("sshpass -p MY_SSH_PASSWORD ssh host", "sshpass -p MY_SSH_PASSWORD ssh host"),
+    ("sshpass -p HUNTER2X ssh host", f"sshpass -p {PW} ssh host"),
+])
+def test_reviewed_defects_redact_exactly_the_secret(text: str, expected: str) -> None:
+    result = scrub(text, "redact")
+    assert result.text == expected
+    assert bool(result.findings) == (expected != text)
+    assert scrub(result.text, "redact").text == expected
+
+
 def test_warn_reports_but_keeps_and_off_does_nothing() -> None:
     token = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
     warned = scrub(f"key {token}", "warn")
