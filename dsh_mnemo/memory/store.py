@@ -145,6 +145,8 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
     # Invisible characters can hide instructions from a reader whatever the
     # secret policy; lone surrogates cannot be stored at all.
     scrubbed = scrub(clean_invisible(text), scrub_policy)
+    # the source is a free label (`--source`): it goes to disk beside the text
+    source = scrub(clean_invisible(source), scrub_policy).text if source else source
     consolidated = protect_before_write(target, base)
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)

@@ -69,3 +69,14 @@ def test_the_secret_corpus_through_every_write_path(make_repo, data_dir: Path,
     for name, path in paths.items():
         listed = mnemo("stats", "--json", cwd=path)
         assert '"working": 0' not in listed.stdout.split('"totals"')[1], name
+
+
+def test_a_secret_in_the_source_label_is_scrubbed_too(repo: Path, data_dir: Path) -> None:
+    """`--source` is a free label stored beside the text (and in upstream's annotations)."""
+    token = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+    result = mnemo("remember", "--source", f"ci-{token}", "the release job runs nightly",
+                   cwd=repo)
+    assert result.exit_code == 0, result.output
+    assert token.encode() not in disk_bytes(data_dir)
+    listed = mnemo("recall", "release job", "--json", cwd=repo)
+    assert "release job" in listed.stdout and "redacted" in listed.stdout
