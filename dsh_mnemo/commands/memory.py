@@ -31,11 +31,6 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
     ctx = _context(settings, cwd, session_id, mode)
     policy = settings["scrub.policy"]
     embed = semantic.embedder(settings)
-    if embed is not None:
-        from ..embed import calibration
-
-        # a model the gate has no scale for yet gets it measured once (48 texts)
-        calibration.ensure(embed, paths.data_dir())
     if standing:
         from ..memory import standing as standing_memory
 
@@ -51,6 +46,13 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
         result = store.remember(ctx, text, level=scope, source=source,
                                 importance=0.5 if importance is None else importance,
                                 scrub_policy=policy, embed=embed)
+    if embed is not None and result.embedded:
+        from ..embed import calibration
+
+        # A model the gate has no scale for yet gets it measured once (48 texts);
+        # only once it has just answered: a server that is down or hanging must
+        # not cost every `remember` two more timeouts.
+        calibration.ensure(embed, paths.data_dir())
     if result.filtered:
         raise FilteredError(
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "

@@ -104,3 +104,25 @@ def test_doctor_warns_about_a_model_without_a_scale_and_reindex_measures_it(
     check = embeddings_check()
     assert check["status"] == "ok", check
     assert check["details"]["scale"]["spread"] > 2 * calibration.REFERENCE.spread
+
+
+def test_a_server_that_fails_costs_remember_no_measurement(repo: Path, isolated_env: Path,
+                                                           embed_server: EmbedServer) -> None:  # noqa: F811
+    """The memory is stored without a vector, and no measurement is tried against a
+    server that just failed (each try would cost its timeout again)."""
+    embed_server.dim = 8
+    settings = configure(embeddings__backend="openai-url", embeddings__url=embed_server.url,
+                         embeddings__model="down", embeddings__timeout_seconds=0.5)
+    from dsh_mnemo.commands.memory import remember
+    from dsh_mnemo.memory import semantic
+
+    semantic.reset()
+    calibration.forget_memo()
+    assert semantic.embedder(settings) is not None  # it answered the dimension probe
+    embed_server.status = 500
+    asked = len(embed_server.requests)
+    result = remember(settings, "We deploy with make release.", cwd=repo)
+    assert result.data.id is not None and not result.data.embedded
+    assert len(embed_server.requests) == asked + 1  # the memory's own embedding only
+    assert not (isolated_env / "data" / calibration.FILE_NAME).exists()
+    semantic.reset()
