@@ -942,7 +942,8 @@ def _flag(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
 def _cli_value(match: re.Match[str], text: str,
                ports: bool = False) -> tuple[int, int, str, str] | None:
     """A password given on a command line: not a `$(…)` or backtick substitution, a
-    placeholder, a URL or a path (with `ports`, a port or port mapping); a `;` or `,`
+    placeholder, a URL or a path (with `ports`, a port mapping such as `27017:27017`:
+    mongo's own port flag is `--port`, so a bare number after its `-p` is a password); a `;` or `,`
     after it ends the command, not the password, and a backtick closes a code span."""
     start, end, value = _quoted_value(match, text)
     if value[:1] == "`" or _is_placeholder(value):
@@ -953,7 +954,7 @@ def _cli_value(match: re.Match[str], text: str,
         if (not value or value.lower() in _STOPWORDS or "://" in value
                 or value.startswith(_PATH_START)):
             return None
-        if ports and _is_port(value):
+        if ports and ":" in value and _is_port(value):
             return None
     return start, end, marker("password"), "password"
 
@@ -995,7 +996,8 @@ def _command_word(lowered: str, start: int) -> bool:
         return False
     before = window[:cut + 1]
     words = before[before.rfind("\n") + 1:].split()
-    return not (words and len(words[-1]) > 1 and words[-1][0] == "-")
+    # `--` ends another command's options and starts a command (`kubectl exec pod -- mongosh`)
+    return not (words and len(words[-1]) > 1 and words[-1][0] == "-" and words[-1] != "--")
 
 
 def _cli_password(positional: int, command_word: bool = False, ports: bool = False) -> Replace:
@@ -1283,12 +1285,26 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
     return _phrase(match, text)
 
 
+# What ends a clause after a value: "账号密码都是 admin。", "…还是 123456，记得改".
+_CJK_CLAUSE_END = frozenset("\n。，；、,.;!?！？)）")
+
+
+def _ends_clause(text: str, end: int, value: str) -> bool:
+    """Nothing but a clause's end follows `value` (which ends at `end`)."""
+    if value[-1:] in _CJK_CLAUSE_END:
+        return True
+    after = text[end:end + 8].lstrip(" \t")
+    return not after or after[0] in _CJK_CLAUSE_END
+
+
 def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
     kind = _CJK_KINDS.get(match.group("kw"), "key")
     # "密码都是/还是/也是 …" ("are all", "is still", "is also") as often says what the
-    # passwords are like (`bcrypt`, `SSO`, `8 位以上`): only a random value counts
-    return _named_secret(match, text, _CJK_QUOTES,
-                         password=kind == "password" and match.start("weak") < 0,
+    # passwords are like (`bcrypt 加密存储`, `SSO 统一管理`, `8 位以上`): a value there is a
+    # password when it ends the clause ("密码都是 admin"), else only a random one
+    named = match.start("weak") < 0 or _ends_clause(text, match.end("value"),
+                                                     match.group("value"))
+    return _named_secret(match, text, _CJK_QUOTES, password=kind == "password" and named,
                          kind_if_random=kind, raw_placeholder=True)
 
 

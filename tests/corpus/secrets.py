@@ -473,6 +473,12 @@ SECRETS: tuple[Secret, ...] = (
        keep=("OpenSSL enc -aes-256-cbc -k",)),
     _s("redis-cli-capitalised", "cli", "Redis-cli -a {v}", "hunter2", keep=("Redis-cli -a",)),
     _s("az-login-capitalised", "cli", "Az Login -u x -p {v}", "hunter2", keep=("Az Login -u x",)),
+    _s("mongosh-after-dashdash", "cli", "kubectl exec -it mongo-0 -- mongosh -u root -p {v}",
+       "Vq8Lm3Tz6Rw", keep=("kubectl exec -it mongo-0 -- mongosh -u root -p",)),
+    _s("mongosh-numeric-p", "cli", "mongosh -u root -p {v} --quiet", "730519",
+       needle="-p 730519", keep=("mongosh -u root -p", "--quiet")),
+    _s("cjk-still-password", "phrase", "测试环境的数据库密码还是 {v}", "letmein2024",
+       keep=("测试环境的数据库密码还是",)),
 )
 
 # ─── Benign sentences: scrubbing must leave them exactly as they are ──────
@@ -545,6 +551,7 @@ BENIGN: tuple[str, ...] = (
     "密码：****** 只是占位符。",
     "密码就是生日，别问了。",
     "密码还是老的那个。",
+    "密码还是 SSO 统一管理，不用单独记。",
     "密码是 ${DB_PASSWORD}，从环境变量读取。",
     "密钥是 RSA 2048 位的。",
     "パスワードは必須です。",

@@ -311,8 +311,18 @@ PW = marker("password")
      f"docker exec -it mongo mongosh -u admin -p {PW}"),
     ("connect with /usr/bin/mongosh -u admin -p Qm7tRx2kLp9 first",
      f"connect with /usr/bin/mongosh -u admin -p {PW} first"),
-    ("mongo -p 123456", f"mongo -p {PW}"),  # six digits: no port
-    ("mongo -p 8080", "mongo -p 8080"),
+    ("mongo -p 123456", f"mongo -p {PW}"),
+    # mongo's port flag is `--port`: a number after its `-p` is a password
+    ("mongosh -u root -p 12345", f"mongosh -u root -p {PW}"),
+    ("docker exec -it mongo mongosh -u root -p 1234",
+     f"docker exec -it mongo mongosh -u root -p {PW}"),
+    ("docker run -d --name mongo -p 27017:27017 mongo:7",
+     "docker run -d --name mongo -p 27017:27017 mongo:7"),
+    # `--` ends another command's options: the mongo tool after it is a command
+    ("kubectl exec -it mongo-0 -- mongosh -u root -p S3cretPw",
+     f"kubectl exec -it mongo-0 -- mongosh -u root -p {PW}"),
+    ("oc rsh mongodb-1 -- mongo -u admin -p Adm1nPw9",
+     f"oc rsh mongodb-1 -- mongo -u admin -p {PW}"),
     # a `key: value` passphrase line takes the rest of the line
     ("passphrase: tall tree, Qm7tRx2kLp9", f"passphrase: {PW}"),
     ("passphrase: correct horse, battery staple", f"passphrase: {PW}"),
@@ -350,6 +360,11 @@ PW = marker("password")
     # Chinese connectors
     ("密码都是 Qm7tRx2kLp9", f"密码都是 {PW}"),
     ("密码也是 8 位以上", "密码也是 8 位以上"),
+    ("密码还是 SSO 统一管理", "密码还是 SSO 统一管理"),
+    # ... but a value that ends the clause there is the password
+    ("用户名和密码都是 admin", f"用户名和密码都是 {PW}"),
+    ("数据库密码还是 123456", f"数据库密码还是 {PW}"),
+    ("测试环境的密码还是 admin123。", f"测试环境的密码还是 {PW}。"),
     ("数据库密码已更新为 Qm7tRx2kLp", f"数据库密码已更新为 {PW}"),
     ("管理员密码被重置为 hunter2", f"管理员密码被重置为 {PW}"),
     # keywords in any case
