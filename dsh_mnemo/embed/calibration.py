@@ -30,7 +30,10 @@ uses the thresholds as they are, and `mnemo doctor` says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
+
+from ..errors import MnemoError
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
@@ -185,15 +188,38 @@ def stored(base: Path, model_id: str) -> Scale | None:
     return scale
 
 
+def _update(base: Path, model_id: str, entry: dict[str, Any]) -> None:
+    """Set `model_id`'s entry, under a lock (two processes measuring two models keep both)."""
+    from ..fsutil import atomic_write_text, file_lock
+    from ..paths import locks_dir
+
+    with file_lock(locks_dir(base) / "calibration.lock", timeout=5.0,
+                   what="calibration lock"):
+        data = _read(base)
+        data[model_id] = entry
+        atomic_write_text(_path(base), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    _memo.pop((str(base), model_id), None)
+
+
 def save(base: Path, model_id: str, scale: Scale) -> None:
     """Keep `scale` for `model_id` (written to a temporary file, then renamed)."""
-    from ..fsutil import atomic_write_text
+    _update(base, model_id, {"centre": round(scale.centre, 6), "spread": round(scale.spread, 6),
+                             "texts": TEXTS_VERSION})
 
-    data = _read(base)
-    data[model_id] = {"centre": round(scale.centre, 6), "spread": round(scale.spread, 6),
-                      "texts": TEXTS_VERSION}
-    atomic_write_text(_path(base), json.dumps(data, indent=2, sort_keys=True) + "\n")
-    _memo.pop((str(base), model_id), None)
+
+#: after a measurement failed, `ensure` does not try again for this long (`again` does):
+#: a server that answers one text but not a batch would cost every `remember` its timeout
+RETRY_AFTER_SECONDS = 24 * 3600
+
+
+def _failed_recently(base: Path, model_id: str, now: float) -> str | None:
+    entry = _read(base).get(model_id)
+    if not isinstance(entry, dict) or entry.get("texts") != TEXTS_VERSION:
+        return None
+    failed_at = entry.get("failed_at")
+    if not isinstance(failed_at, (int, float)) or not 0 <= now - failed_at < RETRY_AFTER_SECONDS:
+        return None
+    return str(entry.get("reason") or "it failed")
 
 
 def is_reference(model_id: str) -> bool:
@@ -210,24 +236,39 @@ def scale_for(embedder: Any, base: Path) -> Scale | None:
     return stored(base, model_id)
 
 
-def ensure(embedder: Any, base: Path, *, again: bool = False) -> tuple[Scale | None, str]:
+def ensure(embedder: Any, base: Path, *, again: bool = False,
+           now: float | None = None) -> tuple[Scale | None, str]:
     """Measure and keep the embedder's scale unless it is kept already.
 
     Returns the scale (None for the reference model) and one line saying what
-    happened; never raises for a model that fails (the line says why)."""
+    happened; never raises for a model that fails (the line says why).  A
+    failure is kept too: for `RETRY_AFTER_SECONDS` only `again` (`mnemo
+    reindex`) measures that model again."""
+    import time
+
     model_id = getattr(embedder, "model_id", "")
     if is_reference(model_id):
         return None, "the packaged model: the gate's own scale"
-    kept = None if again else stored(base, model_id)
-    if kept is not None:
-        return kept, f"measured before (centre {kept.centre:.3f}, spread {kept.spread:.3f})"
+    now = time.time() if now is None else now
+    if not again:
+        kept = stored(base, model_id)
+        if kept is not None:
+            return kept, f"measured before (centre {kept.centre:.3f}, spread {kept.spread:.3f})"
+        failed = _failed_recently(base, model_id, now)
+        if failed is not None:
+            return None, f"could not be measured: {failed} (`mnemo reindex` tries again)"
     try:
         scale = measure(embedder)
     except Exception as exc:  # an embedder's failure, whatever its type: report, never raise
-        return None, f"could not be measured: {exc}"
+        from ..memory.scrub import scrub  # an error may name a URL with a token in it
+
+        said = scrub(str(exc)[:200]).text
+        with contextlib.suppress(OSError, MnemoError):
+            _update(base, model_id, {"failed_at": now, "reason": said, "texts": TEXTS_VERSION})
+        return None, f"could not be measured: {said}"
     try:
         save(base, model_id, scale)
-    except OSError as exc:
+    except (OSError, MnemoError) as exc:
         return scale, f"measured (centre {scale.centre:.3f}, spread {scale.spread:.3f}) " \
                       f"but not kept: {exc}"
     return scale, f"measured (centre {scale.centre:.3f}, spread {scale.spread:.3f})"

@@ -78,20 +78,56 @@ def test_a_damaged_or_outdated_entry_counts_as_none(tmp_path: Path, content: str
     assert calibration.stored(tmp_path, "test-wider-e5:1") is None
 
 
-def test_a_model_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
+TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV2b"
+
+
+def test_a_model_that_fails_is_reported_not_raised_and_not_retried_at_once(
+        tmp_path: Path) -> None:
+    """A server that answers one text but times out on a batch would otherwise cost
+    every `remember` its timeout: a failure waits a day, or `mnemo reindex` (`again`)."""
     from dsh_mnemo.embed import EmbedError
 
     class Broken:
         model_id = "test-broken:1"
+        calls = 0
 
         def embed_queries(self, texts):
-            raise EmbedError("connection refused")
+            Broken.calls += 1
+            raise EmbedError(f"http://127.0.0.1:9/v1/{TOKEN} timed out")
 
         embed_documents = embed_queries
 
-    scale, said = calibration.ensure(Broken(), tmp_path)
-    assert scale is None and "connection refused" in said
-    assert not (tmp_path / calibration.FILE_NAME).exists()
+    scale, said = calibration.ensure(Broken(), tmp_path, now=1000.0)
+    assert scale is None and "timed out" in said and Broken.calls == 1
+    kept = (tmp_path / calibration.FILE_NAME).read_text()
+    assert TOKEN not in kept and "timed out" in kept  # the reason, scrubbed
+    assert calibration.stored(tmp_path, "test-broken:1") is None
+    scale, said = calibration.ensure(Broken(), tmp_path, now=1000.0 + 3600)
+    assert scale is None and "reindex" in said and Broken.calls == 1  # not tried again
+    calibration.ensure(Broken(), tmp_path, now=1000.0 + 3600, again=True)
+    assert Broken.calls == 2
+    calibration.ensure(Broken(), tmp_path, now=1000.0 + 3600 + calibration.RETRY_AFTER_SECONDS)
+    assert Broken.calls == 3
+
+
+def _save_many(base: str, prefix: str) -> None:
+    for n in range(60):
+        calibration.save(Path(base), f"{prefix}:{n}", Scale(0.1, 0.05))
+
+
+def test_two_processes_saving_at_once_keep_every_entry(tmp_path: Path) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_save_many, args=(str(tmp_path), name))
+               for name in ("a", "b")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    kept = json.loads((tmp_path / calibration.FILE_NAME).read_text())
+    assert len(kept) == 120
 
 
 def test_a_model_that_gives_every_text_the_same_vector_has_no_scale(tmp_path: Path) -> None:
