@@ -8,16 +8,23 @@ the same namespace at once.
 
 Upstream writes the summaries itself, from the rows it consolidates; a row
 stored before mnemo scrubbed every write path (or moved by an older
-migration) can carry a secret into a summary.  So, still under the lock, the
-summaries and consolidation-log previews a sleep wrote are scrubbed like a
-`remember` (`scrub.policy: redact`), and when one held a secret the
-full-text indexes are merged and the WAL checkpointed, as `forget` does, so
-the old words do not stay in the file.
+migration) can carry a secret into a summary.  So, still under the lock,
+every text a sleep wrote is scrubbed like a `remember` (`scrub.policy:
+redact`): not only the summary (`episodic_memory`) and the consolidation-log
+preview, but what upstream derives from the summary (its gist, the facts,
+consolidated facts and graph text extracted from it), the episodes it
+degraded, and the model-refresh proposals it remembers with their derived
+rows (`_SLEEP_COLUMNS`).  Their full-text entries follow (through upstream's
+triggers, or by hand for an index without an update trigger, `fts_facts`),
+and when one held a secret the full-text indexes are merged and the WAL
+checkpointed, as `forget` does, so the old words do not stay in the file.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +95,7 @@ def _sleep_locked(target: Target, base: Path | None, dry_run: bool, force: bool,
     total = SleepResult(bank=target.bank, namespace=target.namespace,
                         status="dry_run" if dry_run else "no_op", due=due)
     marks = None if dry_run else _written_marks(target, base)
+    started = datetime.now().isoformat()  # upstream stamps `degraded_at` in local time
     # Upstream consolidates at most MNEMOSYNE_SLEEP_BATCH rows per call; loop
     # until nothing is due so a large backlog never stays exposed to the trim.
     for _ in range(1000):
@@ -104,31 +112,127 @@ def _sleep_locked(target: Target, base: Path | None, dry_run: bool, force: bool,
             break
         total.status = "consolidated"
     if marks is not None and total.status == "consolidated":
-        _scrub_written(target, base, marks)
+        _scrub_written(target, base, marks, started)
     return total
 
 
-# What a sleep writes text into: (table, its row number column, the text column).
-_SUMMARY_COLUMNS = (("episodic_memory", "rowid", "content"),
-                    ("consolidation_log", "id", "summary_preview"))
+# Every text a sleep writes: (table, its text columns, the column naming the
+# memory a row was derived from).  Upstream's sleep inserts the summary
+# (episodic_memory) and its consolidation-log line, extracts a gist
+# (`gist_<summary id>`), facts, graph edges and consolidated facts from the
+# summary (`_ingest_graph_and_veracity`), rewrites the text of episodes it
+# degrades, and `remember`s model-refresh proposals (working memory with its
+# annotations and MEMORIA rows).  Columns a table lacks are skipped.
+_SLEEP_COLUMNS: tuple[tuple[str, tuple[str, ...], str | None], ...] = (
+    ("episodic_memory", ("content",), None),
+    ("consolidation_log", ("summary_preview",), None),
+    ("gists", ("text", "location"), "memory_id"),
+    ("facts", ("subject", "object"), "source_msg_id"),
+    ("consolidated_facts", ("subject", "object"), None),
+    ("working_memory", ("content",), None),
+    ("annotations", ("value",), "memory_id"),
+    ("memoria_facts", ("value", "context_snippet"), "source_memory_id"),
+    ("memoria_instructions", ("instruction", "context_snippet"), "source_memory_id"),
+    ("memoria_preferences", ("preference", "evolution", "context_snippet"),
+     "source_memory_id"),
+    ("memoria_timelines", ("description",), "source_memory_id"),
+    ("memoria_kg", ("subject", "object"), "source_memory_id"),
+)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({_q(table)})")}
 
 
 def _written_marks(target: Target, base: Path | None) -> dict[str, int]:
-    """The highest row number of each summary table before a sleep writes."""
+    """The highest row number of each table a sleep writes text into, before it writes."""
     conn = driver.instance(target, base).conn
     marks = {}
     with driver.translate_sqlite_errors(target.db_path(base)):
-        for table, key, _ in _SUMMARY_COLUMNS:
+        for table, _, _ in _SLEEP_COLUMNS:
             try:
                 marks[table] = int(conn.execute(
-                    f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone()[0])
+                    f"SELECT coalesce(max(rowid), 0) FROM {_q(table)}").fetchone()[0])
             except sqlite3.OperationalError:
                 continue  # no such table in this upstream
     return marks
 
 
-def _scrub_written(target: Target, base: Path | None, marks: dict[str, int]) -> int:
-    """Redact secrets in the rows a sleep wrote (past `marks`); how many held one."""
+def _written_rows(conn: sqlite3.Connection, marks: dict[str, int], started: str | None
+                  ) -> list[tuple[str, list[str], int, list[Any]]]:
+    """(table, text columns, rowid, their values) of every row a sleep wrote.
+
+    A row is new past its table's mark, or points at a memory that is (a gist
+    `INSERT OR REPLACE`d over an older row can take a lower row number); an
+    episode is rewritten when upstream degraded it during this sleep.
+    """
+    new_ids: list[str] = []
+    for table in ("episodic_memory", "working_memory"):
+        if table in marks:
+            new_ids += [r[0] for r in conn.execute(
+                f"SELECT id FROM {table} WHERE rowid > ?", (marks[table],))]
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS mnemo_slept (id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM temp.mnemo_slept")
+    conn.executemany("INSERT OR IGNORE INTO temp.mnemo_slept VALUES (?)",
+                     [(i,) for i in new_ids])
+    rows = []
+    for table, wanted, link in _SLEEP_COLUMNS:
+        if table not in marks:
+            continue
+        have = _columns(conn, table)
+        columns = [c for c in wanted if c in have]
+        if not columns:
+            continue
+        where = ["rowid > ?"]
+        params: list[Any] = [marks[table]]
+        if link and link in have:
+            where.append(f"{_q(link)} IN (SELECT id FROM temp.mnemo_slept)")
+        if table == "episodic_memory" and "degraded_at" in have and started:
+            where.append("degraded_at >= ?")
+            params.append(started)
+        select = ", ".join(_q(c) for c in columns)
+        for rowid, *values in conn.execute(
+                f"SELECT rowid, {select} FROM {_q(table)} WHERE {' OR '.join(where)}",
+                params).fetchall():
+            rows.append((table, columns, rowid, values))
+    conn.execute("DROP TABLE IF EXISTS temp.mnemo_slept")
+    return rows
+
+
+_CONTENT_OPTION = re.compile(r"""\bcontent\s*=\s*['"]?([^'",)\s]+)""", re.IGNORECASE)
+_ROWID_OPTION = re.compile(r"""content_rowid\s*=\s*['"]?([^'",)\s]+)""", re.IGNORECASE)
+
+
+def _unsynced_fts(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, list[str]]]:
+    """External-content full-text indexes over `table` that no update trigger keeps
+    in step (upstream's `fts_facts`): (index, its rowid column, its columns)."""
+    found = []
+    for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+            "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'").fetchall():
+        content = _CONTENT_OPTION.search(sql.replace("content_rowid", "content-rowid"))
+        if content is None or content.group(1) != table:
+            continue
+        synced = any(
+            "AFTER UPDATE" in " ".join(body.upper().split()) and name.lower() in body.lower()
+            for (body,) in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                (table,)))
+        if synced:
+            continue
+        rowid = _ROWID_OPTION.search(sql)
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({_q(name)})")]
+        found.append((name, rowid.group(1) if rowid else "rowid", columns))
+    return found
+
+
+def _scrub_written(target: Target, base: Path | None, marks: dict[str, int],
+                   started: str | None = None) -> int:
+    """Redact secrets in the rows a sleep wrote (`_written_rows`); how many held one."""
     from ..config import load_settings
     from ..errors import ConfigError
     from .scrub import scrub
@@ -142,23 +246,45 @@ def _scrub_written(target: Target, base: Path | None, marks: dict[str, int]) -> 
     conn = driver.instance(target, base).conn
     with driver.translate_sqlite_errors(target.db_path(base)):
         updates = []
-        for table, key, column in _SUMMARY_COLUMNS:
-            if table not in marks:
-                continue
-            for row, text in conn.execute(
-                    f"SELECT {key}, {column} FROM {table} WHERE {key} > ?",
-                    (marks[table],)).fetchall():
+        for table, columns, rowid, values in _written_rows(conn, marks, started):
+            changed = {}
+            for column, text in zip(columns, values, strict=True):
                 result = scrub(text) if isinstance(text, str) and text else None
                 if result is not None and result.found:
-                    updates.append((table, key, column, result.text, row))
+                    changed[column] = result.text
+            if changed:
+                updates.append((table, rowid, changed))
         if not updates:
+            conn.commit()
             return 0
         conn.execute("PRAGMA secure_delete = ON")  # the old text's pages are overwritten
-        for table, key, column, text, row in updates:
-            conn.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (text, row))
+        unsynced = {table: _unsynced_fts(conn, table) for table in {u[0] for u in updates}}
+        for table, rowid, changed in updates:
+            for fts, key, fts_columns in unsynced[table]:
+                _fts_entry(conn, table, rowid, fts, key, fts_columns, delete=True)
+            assign = ", ".join(f"{_q(c)} = ?" for c in changed)
+            conn.execute(f"UPDATE {_q(table)} SET {assign} WHERE rowid = ?",
+                         (*changed.values(), rowid))
+            for fts, key, fts_columns in unsynced[table]:
+                _fts_entry(conn, table, rowid, fts, key, fts_columns, delete=False)
         conn.commit()
         driver._purge_freed_text(conn)  # full-text entries merged away, WAL checkpointed
     return len(updates)
+
+
+def _fts_entry(conn: sqlite3.Connection, table: str, rowid: int, fts: str, key: str,
+               columns: list[str], *, delete: bool) -> None:
+    """Remove (`delete`) or add the external-content index entry of one row."""
+    cols = ", ".join(_q(c) for c in columns)
+    values = ", ".join(f"t.{_q(c)}" for c in columns)
+    key_expr = "t.rowid" if key == "rowid" else f"t.{_q(key)}"
+    if delete:
+        conn.execute(f"INSERT INTO {_q(fts)} ({_q(fts)}, rowid, {cols}) "
+                     f"SELECT 'delete', {key_expr}, {values} FROM {_q(table)} t "
+                     "WHERE t.rowid = ?", (rowid,))
+    else:
+        conn.execute(f"INSERT INTO {_q(fts)} (rowid, {cols}) SELECT {key_expr}, {values} "
+                     f"FROM {_q(table)} t WHERE t.rowid = ?", (rowid,))
 
 
 def consolidate_if_due(bank: str, namespace: str, base: Path | None = None) -> SleepResult:

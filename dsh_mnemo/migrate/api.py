@@ -17,7 +17,11 @@ Migration never touches `recall_mode` or `auto_write_scope`.
 
 Rows are copied as `remember` would store them: under `scrub.policy: redact`
 (the default) the text of a row that holds a secret is copied redacted; the
-plan and the run count those rows (`secrets`).
+plan and the run count those rows (`secrets`).  The journal records the
+policy a run began with (`selection.scrub_policy`): a resumed run copies
+under it, and a revert knows whether the bank may hold redacted copies of
+rows the old store still has (a run stopped before its delete).  A revert
+moves rows back as the bank holds them, never scrubbing them again.
 """
 
 from __future__ import annotations
@@ -421,6 +425,17 @@ def _take_backups(journal: Journal, base: Path, progress: Progress | None = None
     journal.save()
 
 
+def _recorded_policy(journal: Journal) -> str | None:
+    """The `scrub.policy` the run began with (None: a journal from before it was recorded)."""
+    value = journal.selection.get("scrub_policy")
+    return value if isinstance(value, str) and value else None
+
+
+def _redacting(journal: Journal) -> bool:
+    """Whether the run may have copied rows redacted (journals that do not say: maybe)."""
+    return _recorded_policy(journal) in (None, "redact")
+
+
 def _move_group(journal: Journal, group: Group, progress: Progress | None,
                 policy: str = "redact") -> engine.MoveOutcome:
     def choose(conn: sqlite3.Connection, schema: Any) -> None:
@@ -448,7 +463,8 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None,
         raise DataError(f"the source database {source} is missing")
     _ensure_schema(target)
     outcome = engine.move(source, target, choose=choose, journal_rows=record,
-                          on_copied=copied, progress=progress, scrub_policy=policy)
+                          on_copied=copied, progress=progress, scrub_policy=policy,
+                          redacted="target" if _redacting(journal) else None)
     group.status = "done"
     journal.save()
     clear_caches(source)
@@ -480,7 +496,8 @@ def _prepare(journal: Journal, base: Path, progress: Progress | None) -> None:
 def _complete(journal: Journal, progress: Progress | None,
               policy: str | None = None) -> list[GroupResult]:
     base = journal.base or paths.data_dir()
-    policy = policy or scrub_policy()
+    # A run copies under the policy it began with, even when resumed after a change.
+    policy = _recorded_policy(journal) or policy or scrub_policy()
     if not journal.backups:
         _prepare(journal, base, progress)
     journal.status = "running"
@@ -556,7 +573,8 @@ def run_migration(selection: Selection, *, index: Index | None = None,
         if not plan.groups:
             return RunResult(status="nothing-to-do", journal=None, plan=plan,
                              resumed=resumed)
-        journal = journals.create(kind, selection.describe(), base)
+        journal = journals.create(kind, {**selection.describe(), "scrub_policy": scrubbing},
+                                  base)
         journal.groups = [Group(index=i, source_db=g.source_db, target_db=g.target_db,
                                 target_bank=g.target_bank,
                                 target_namespace=g.target_namespace,
@@ -632,8 +650,12 @@ def _revert_group(journal: Journal, group: Group, result: RevertResult,
     if not source.exists():
         raise DataError(f"{source} is missing; revert with --from-backup instead")
     _ensure_schema(target)
+    # No scrub_policy: a revert restores the rows as the bank holds them.  A row
+    # the old store still has (a run stopped before its delete) is the same row
+    # when the bank's copy is its redaction: it stays, the copy is deleted.
     outcome = engine.move(source, target, choose=choose, journal_rows=record,
-                          on_copied=copied, progress=progress)
+                          on_copied=copied, progress=progress,
+                          redacted="source" if _redacting(journal) else None)
     group.revert_status = "done"
     group.status = "reverted"
     journal.save()

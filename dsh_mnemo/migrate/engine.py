@@ -21,6 +21,14 @@ credentials never reach a bank whose rows are injected into prompts.  Under
 `redact` a row that holds one is copied redacted; a row without one is copied
 byte for byte.  The source keeps the original until the delete, and the
 run's snapshot keeps it after.
+
+A row that is already at its target key counts as the same row when its
+identity columns are equal, or (`redacted`) when one side is the redaction
+of the other in the direction the redacting run copied it: in a resumed run
+the target holds the redaction of the source (`redacted="target"`); in the
+revert of a run stopped before its delete, the source (the bank) holds the
+redaction of the target (the old store's original, which stays).  A revert
+copies rows as the bank holds them: it never scrubs.
 """
 
 from __future__ import annotations
@@ -363,19 +371,32 @@ def _identity_columns(table: Table) -> list[str]:
                                       SCOPE_COLUMN, CHANNEL_COLUMN)][:3]
 
 
-def _classify(conn: sqlite3.Connection, table: Table) -> int:
+REDACTED_SIDES = ("target", "source")
+
+
+def _same_column(column: str, scrubbed: list[str], redacted: str | None) -> str:
+    """SQL: the target row `d` and the source row `s` agree on `column`."""
+    d, s = f"d.{quote(column)}", f"s.{quote(column)}"
+    if column not in scrubbed or redacted is None:
+        return f"{d} IS {s}"
+    if redacted == "target":  # a resumed run: the target holds the source's redaction
+        return f"({d} IS {s} OR {d} IS mnemo_redacted({s}))"
+    # a revert: the source (the bank) holds the target's (the original's) redaction
+    return f"({d} IS {s} OR {s} IS mnemo_redacted({d}))"
+
+
+def _classify(conn: sqlite3.Connection, table: Table, redacted: str | None = None) -> int:
     """Set each row's state: present (already in main), copy, or missing.
 
+    `redacted` ("target", "source" or None): which side may hold the other's
+    redaction of a scrubbed column and still be the same row (module doc).
     Returns how many integer keys had to be replaced because the target uses
     them for another row.
     """
     t = quote(table.name)
     kcol = "rowid" if table.key == "rowid" else quote(table.key)
     scrubbed = scrub_columns(table)
-    # A row a resumed run copied redacted still counts as the same row.
-    same = " AND ".join(f"(d.{quote(c)} IS s.{quote(c)} OR d.{quote(c)} IS mnemo_redacted("
-                        f"s.{quote(c)}))" if c in scrubbed else f"d.{quote(c)} IS s.{quote(c)}"
-                        for c in _identity_columns(table))
+    same = " AND ".join(_same_column(c, scrubbed, redacted) for c in _identity_columns(table))
     src_has = f"EXISTS (SELECT 1 FROM src.{t} s WHERE s.{kcol} = temp.mv.key)"
     dst_has = f"EXISTS (SELECT 1 FROM main.{t} d WHERE d.{kcol} = temp.mv.new_key)"
     matches = (f"EXISTS (SELECT 1 FROM main.{t} d JOIN src.{t} s ON s.{kcol} = temp.mv.key "
@@ -442,17 +463,23 @@ def _insert_sql(table: Table, scrub: bool = False) -> str:
 def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Schema], None],
          journal_rows: Callable[[list[list[Any]]], None],
          on_copied: Callable[[MoveOutcome], None],
-         progress: Progress | None = None, scrub_policy: str | None = None) -> MoveOutcome:
+         progress: Progress | None = None, scrub_policy: str | None = None,
+         redacted: str | None = None) -> MoveOutcome:
     """Move the rows `choose` puts in `temp.mv` from `source` to `target`.
 
     With `scrub_policy` (`redact`, `warn`; `off` or None: verbatim) each
     copied row's text goes through the secret scrubber (`scrub_columns`).
+    `redacted` ("target": a redacting run's resume; "source": the revert of
+    a redacting run; None: rows must be equal) says which side of a row
+    already in the target may hold the other's redaction (`_classify`).
 
     `choose(conn, source_schema)` fills temp.mv (fresh selection or journal);
     `journal_rows(rows)` must durably record the final list before the target
     commits; `on_copied` runs after the target commit, before the source
     delete.  Both databases must already have Mnemosyne's schema.
     """
+    if redacted not in (None, *REDACTED_SIDES):
+        raise ValueError(f"redacted must be one of {REDACTED_SIDES} or None, not {redacted!r}")
     outcome = MoveOutcome()
     src_conn = connect(source)
     dst_conn = connect(target)
@@ -475,7 +502,7 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
             dst_schema = discover(dst_conn, "main")
         _check_compatible(src_schema, dst_schema, tables, target, dst_conn)
         for name in tables:
-            outcome.remapped += _classify(dst_conn, src_schema.tables[name])
+            outcome.remapped += _classify(dst_conn, src_schema.tables[name], redacted)
         rows = read_rows(dst_conn)
         journal_rows(rows)
         fault("after-rows-journal")

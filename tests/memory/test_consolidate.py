@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -272,3 +273,62 @@ def test_a_summary_of_a_row_holding_a_secret_is_stored_as_remember_would(make_re
     assert words == 0  # the full-text index no longer finds the token
     summaries, _, _ = _sleep_a_secret(bind_repo(make_repo("beta")), data_dir, "warn")
     assert any(SLEEP_TOKEN in s for s in summaries)
+
+
+def test_every_text_a_sleep_writes_is_scrubbed(make_repo, data_dir):
+    """Upstream's sleep writes the summary's text beside the summary too: its gist
+    (`gist_<summary id>`), and the facts and graph text extracted from it.  A row stored
+    by upstream itself (no scrubber) must not come back verbatim in any of them, nor in
+    their full-text entries."""
+    from mnemosyne.core.memory import Mnemosyne
+
+    configure(write_filter="off")  # upstream's own filter would refuse the row
+    repo = bind_repo(make_repo("alpha"))
+    target = targets.read_target(ws_ctx(repo.path))
+    db = repo.db(data_dir)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    mem = Mnemosyne(session_id=target.namespace, db_path=db)
+    assert mem.remember(f"We deploy falcon from CI with the token {SLEEP_TOKEN}.",
+                        source="conversation", importance=0.5)
+    mem.conn.close()
+    before = db_digest(db)
+    result = consolidate.consolidate(target, force=True)
+    assert result.status == "consolidated" and result.summaries_created
+    summary = query(db, "SELECT id FROM episodic_memory")[0][0]
+    gist = query(db, "SELECT text FROM gists WHERE id = ?", f"gist_{summary}")
+    assert gist and "<redacted-github-token>" in gist[0][0]
+    after = db_digest(db)
+    # Every row the sleep added or changed, except the consolidated row itself (its
+    # working-memory row and full-text entry keep what upstream stored).
+    written = {t: [r for r in rows if r not in before.get(t, [])]
+               for t, rows in after.items()
+               if not t.startswith(("working_memory", "fts_working", "memories"))}
+    assert any(written.values())
+    leaked = {t: rows for t, rows in written.items()
+              if any("q7we9rt2" in repr(r).lower() for r in rows)}
+    assert leaked == {}
+
+
+def test_an_index_without_an_update_trigger_follows_the_scrubbed_row(make_repo, data_dir):
+    """`fts_facts` (external content, no update trigger): a fact a sleep wrote is
+    scrubbed with its index entry, so the index neither finds the secret nor breaks."""
+    configure()
+    repo = bind_repo(make_repo("alpha"))
+    fill(repo.path, 1)
+    target = targets.read_target(ws_ctx(repo.path))
+    marks = consolidate._written_marks(target, data_dir)
+    conn = sqlite3.connect(repo.db(data_dir), timeout=5)
+    with conn:
+        conn.execute("INSERT INTO facts (fact_id, session_id, subject, predicate, object, "
+                     "source_msg_id) VALUES ('f1', 'default', 'Deploy', 'has', ?, 'x')",
+                     ("AKIAQ7WE9RT2YU4IO6PA",))
+    conn.close()
+    assert consolidate._scrub_written(target, data_dir, marks) == 1
+    db = repo.db(data_dir)
+    assert query(db, "SELECT object FROM facts WHERE fact_id = 'f1'") == [
+        ("<redacted-aws-access-key>",)]
+    assert query(db, "SELECT rowid FROM fts_facts WHERE fts_facts MATCH 'akiaq7we9rt2yu4io6pa'"
+                 ) == []
+    assert len(query(db, "SELECT rowid FROM fts_facts WHERE fts_facts MATCH 'redacted'")) == 1
+    query(db, "INSERT INTO fts_facts(fts_facts) VALUES ('integrity-check')")
+    assert b"AKIAQ7WE9RT2" not in db.read_bytes() and b"akiaq7we9rt2" not in db.read_bytes()

@@ -20,6 +20,7 @@ import pytest
 from dsh_mnemo import paths
 from dsh_mnemo.faults import EXIT_CODE
 from dsh_mnemo.migrate import Selection, plan_migration, run_migration
+from dsh_mnemo.migrate import journal as journals
 from tests.conftest import bind_repo, configure, mnemo_executable
 from tests.migrate.conftest import ORPHAN_UUID, uuid_namespace
 
@@ -144,6 +145,114 @@ def test_a_run_stopped_after_its_redacted_copy_completes_when_run_again(
     assert again["resumed"] and again["status"] == "nothing-to-do"
     assert not holds_secret(bank_bytes(data_dir))
     assert "dsh_s1" not in {r for r in _sessions(paths.default_db_path(data_dir))}
+
+
+def rows_of(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every ordinary table, full-text shadow tables included."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name")]
+        return {t: sorted(map(tuple, conn.execute(f'SELECT * FROM "{t}"')), key=repr)
+                for t in tables}
+    finally:
+        conn.close()
+
+
+def stop_run_after_its_copy(cwd: Path) -> None:
+    env = dict(os.environ, MNEMO_TEST_FAULT="after-copy-commit")
+    stopped = subprocess.run([mnemo_executable(), "migrate", "run", "--legacy-dsh", "--yes"],
+                             cwd=cwd, env=env, capture_output=True, timeout=180)
+    assert stopped.returncode == EXIT_CODE, stopped.stderr
+
+
+def test_reverting_a_run_stopped_before_its_delete_keeps_the_originals(
+        legacy: Path, data_dir: Path) -> None:
+    """The bank holds redacted copies of rows the old store still has: the revert
+    counts them as the same rows (the source is the redaction of the target), deletes
+    the copies, moves nothing back, and a later run is not blocked."""
+    source = paths.default_db_path(data_dir)
+    before = rows_of(source)
+    stop_run_after_its_copy(legacy)
+    bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
+    assert any("<redacted-github-token>" in c for c in contents(bank))
+    reverted = json.loads(mnemo("migrate", "revert", "--yes", "--json", cwd=legacy).stdout)
+    assert reverted["status"] == "reverted" and reverted["moved_back"] == {}
+    assert not reverted["missing"]
+    assert rows_of(source) == before  # exactly the originals, secrets included, no copies
+    assert contents(bank) == [] and contents(bank, "episodic_memory") == []
+    assert journals.load(reverted["journal"], data_dir).status == "reverted"
+    again = json.loads(mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json",
+                             cwd=legacy).stdout)
+    assert again["status"] == "moved" and not again["resumed"]
+    assert not holds_secret(bank_bytes(data_dir))
+    assert PLAIN in contents(bank)
+
+
+def test_reverting_a_stopped_run_leaves_one_row_per_integer_key(
+        data_dir: Path, projects: Path) -> None:
+    """A consolidation-log line (integer key) the run copied redacted is the same line
+    as the original the old store kept: not a clash given a fresh key, then a duplicate."""
+    source = paths.default_db_path(data_dir)
+    source.parent.mkdir(parents=True, exist_ok=True)
+    from mnemosyne.core.memory import Mnemosyne
+
+    mem = Mnemosyne(session_id="dsh_s1", db_path=source)
+    for text in (PLAIN, "We deploy the falcon service with make release."):
+        assert mem.remember(text, source="conversation", importance=0.5)
+    assert mem.sleep(force=True).get("status") == "consolidated"
+    conn = sqlite3.connect(source)
+    with conn:
+        conn.execute("UPDATE consolidation_log SET summary_preview = summary_preview || ?",
+                     (f" token {TOKEN}",))
+    conn.close()
+    repo = bind_repo(projects / "app").path
+    before = rows_of(source)
+    stop_run_after_its_copy(repo)
+    bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
+    copied = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        previews = [r[0] for r in copied.execute("SELECT summary_preview FROM consolidation_log")]
+    finally:
+        copied.close()
+    assert previews and all("<redacted-github-token>" in p for p in previews)
+    mnemo("migrate", "revert", "--yes", "--json", cwd=repo)
+    after = rows_of(source)
+    assert after["consolidation_log"] == before["consolidation_log"]
+    assert len(after["consolidation_log"]) == 1 and TOKEN in repr(after["consolidation_log"])
+    assert after == before
+
+
+def test_a_resumed_run_copies_under_the_policy_it_began_with(legacy: Path,
+                                                              data_dir: Path) -> None:
+    """The journal records the run's `scrub.policy`: a run stopped before its copy and
+    resumed after the setting changed to `warn` still copies redacted."""
+    env = dict(os.environ, MNEMO_TEST_FAULT="after-rows-journal")
+    stopped = subprocess.run([mnemo_executable(), "migrate", "run", "--legacy-dsh", "--yes"],
+                             cwd=legacy, env=env, capture_output=True, timeout=180)
+    assert stopped.returncode == EXIT_CODE
+    configure(scrub__policy="warn")
+    again = json.loads(mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json",
+                             cwd=legacy).stdout)
+    assert again["resumed"]
+    assert not holds_secret(bank_bytes(data_dir))
+    bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
+    assert any("<redacted-github-token>" in c for c in contents(bank))
+
+
+def test_a_journal_revert_restores_the_banks_rows_without_scrubbing(
+        legacy: Path, data_dir: Path) -> None:
+    """A run under `warn` copied the secrets as they were; its revert (now under
+    `redact`) moves them back as the bank holds them, not scrubbed again."""
+    source = paths.default_db_path(data_dir)
+    before = contents(source)
+    configure(scrub__policy="warn")
+    run_migration(Selection(legacy_dsh=True, to=legacy))
+    configure(scrub__policy="redact")
+    reverted = json.loads(mnemo("migrate", "revert", "--yes", "--json", cwd=legacy).stdout)
+    assert reverted["moved_back"]["working_memory"] == 3
+    assert contents(source) == before and any(holds_secret(c) for c in before)
 
 
 def _sessions(db: Path) -> set[str]:
