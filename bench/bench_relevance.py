@@ -862,7 +862,10 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise SystemExit(f"--set wants key=value, got {item!r}")
-        parsed[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        loaded = yaml.safe_load(value) if value.strip() else ""
+        if isinstance(loaded, (dict, list)) and value.strip()[:1] not in "{[":
+            loaded = value  # `query: ` is a prefix, not a mapping
+        parsed[key.strip()] = loaded
     return parsed
 
 
