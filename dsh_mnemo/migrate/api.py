@@ -655,7 +655,8 @@ def _revert_group(journal: Journal, group: Group, result: RevertResult,
     # when the bank's copy is its redaction: it stays, the copy is deleted.
     outcome = engine.move(source, target, choose=choose, journal_rows=record,
                           on_copied=copied, progress=progress,
-                          redacted="source" if _redacting(journal) else None)
+                          redacted="source" if _redacting(journal) else None,
+                          absent_tables_empty=True)
     group.revert_status = "done"
     group.status = "reverted"
     journal.save()

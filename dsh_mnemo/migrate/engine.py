@@ -464,7 +464,7 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
          journal_rows: Callable[[list[list[Any]]], None],
          on_copied: Callable[[MoveOutcome], None],
          progress: Progress | None = None, scrub_policy: str | None = None,
-         redacted: str | None = None) -> MoveOutcome:
+         redacted: str | None = None, absent_tables_empty: bool = False) -> MoveOutcome:
     """Move the rows `choose` puts in `temp.mv` from `source` to `target`.
 
     With `scrub_policy` (`redact`, `warn`; `off` or None: verbatim) each
@@ -472,6 +472,11 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
     `redacted` ("target": a redacting run's resume; "source": the revert of
     a redacting run; None: rows must be equal) says which side of a row
     already in the target may hold the other's redaction (`_classify`).
+    With `absent_tables_empty` (a revert) a table `choose` names that the
+    source does not have holds none of the rows: a run stopped before its copy
+    committed never created, in the bank, the tables upstream makes on first
+    use (annotations, gists); those rows are where they were.  Without it such
+    a table is an error (a journal that does not fit its database).
 
     `choose(conn, source_schema)` fills temp.mv (fresh selection or journal);
     `journal_rows(rows)` must durably record the final list before the target
@@ -495,7 +500,11 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
         choose(dst_conn, src_schema)
         tables = {r[0] for r in dst_conn.execute("SELECT DISTINCT tbl FROM temp.mv")}
         unknown = tables - set(src_schema.tables)
-        if unknown:
+        if unknown and absent_tables_empty:
+            marks = ",".join("?" * len(unknown))
+            dst_conn.execute(f"DELETE FROM temp.mv WHERE tbl IN ({marks})", sorted(unknown))
+            tables -= unknown
+        elif unknown:
             raise DataError(f"the journal names table(s) {', '.join(sorted(unknown))} that "
                             f"{source} does not have")
         if _create_missing_tables(dst_conn, tables - set(dst_schema.tables)):

@@ -78,9 +78,13 @@ def test_a_killed_revert_loses_nothing_and_reverting_again_completes_it(
     assert rows_by_key(paths.default_db_path(dsh_data), "working_memory") == original
 
 
-def test_a_run_killed_before_any_move_can_be_reverted_instead(repo: Path, dsh_data: Path):
+@pytest.mark.parametrize("point", ("after-rows-journal", "mid-copy", "after-copy-commit"))
+def test_a_run_killed_before_any_move_can_be_reverted_instead(point: str, repo: Path,
+                                                              dsh_data: Path):
+    """Before its copy committed, the bank never got the tables upstream makes on first
+    use (annotations, gists): the revert has nothing of theirs to move back."""
     before = audit(dsh_data)
-    killed = mnemo(["migrate", "run", "--legacy-dsh", "--yes"], repo, fault="after-copy-commit")
+    killed = mnemo(["migrate", "run", "--legacy-dsh", "--yes"], repo, fault=point)
     assert killed.returncode == EXIT_CODE
     assert revert_migration().status == "reverted"
     assert audit(dsh_data) == before
