@@ -22,6 +22,7 @@ from dsh_mnemo.faults import EXIT_CODE
 from dsh_mnemo.migrate import Selection, plan_migration, run_migration
 from dsh_mnemo.migrate import journal as journals
 from tests.conftest import bind_repo, configure, mnemo_executable
+from tests.memory.conftest import db_digest
 from tests.migrate.conftest import ORPHAN_UUID, uuid_namespace
 
 pytestmark = pytest.mark.e2e
@@ -147,19 +148,6 @@ def test_a_run_stopped_after_its_redacted_copy_completes_when_run_again(
     assert "dsh_s1" not in {r for r in _sessions(paths.default_db_path(data_dir))}
 
 
-def rows_of(db: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every ordinary table, full-text shadow tables included."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' "
-            "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name")]
-        return {t: sorted(map(tuple, conn.execute(f'SELECT * FROM "{t}"')), key=repr)
-                for t in tables}
-    finally:
-        conn.close()
-
-
 def stop_run_after_its_copy(cwd: Path) -> None:
     env = dict(os.environ, MNEMO_TEST_FAULT="after-copy-commit")
     stopped = subprocess.run([mnemo_executable(), "migrate", "run", "--legacy-dsh", "--yes"],
@@ -173,14 +161,14 @@ def test_reverting_a_run_stopped_before_its_delete_keeps_the_originals(
     counts them as the same rows (the source is the redaction of the target), deletes
     the copies, moves nothing back, and a later run is not blocked."""
     source = paths.default_db_path(data_dir)
-    before = rows_of(source)
+    before = db_digest(source)
     stop_run_after_its_copy(legacy)
     bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
     assert any("<redacted-github-token>" in c for c in contents(bank))
     reverted = json.loads(mnemo("migrate", "revert", "--yes", "--json", cwd=legacy).stdout)
     assert reverted["status"] == "reverted" and reverted["moved_back"] == {}
     assert not reverted["missing"]
-    assert rows_of(source) == before  # exactly the originals, secrets included, no copies
+    assert db_digest(source) == before  # exactly the originals, secrets included, no copies
     assert contents(bank) == [] and contents(bank, "episodic_memory") == []
     assert journals.load(reverted["journal"], data_dir).status == "reverted"
     again = json.loads(mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json",
@@ -208,7 +196,7 @@ def test_reverting_a_stopped_run_leaves_one_row_per_integer_key(
                      (f" token {TOKEN}",))
     conn.close()
     repo = bind_repo(projects / "app").path
-    before = rows_of(source)
+    before = db_digest(source)
     stop_run_after_its_copy(repo)
     bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
     copied = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
@@ -218,7 +206,7 @@ def test_reverting_a_stopped_run_leaves_one_row_per_integer_key(
         copied.close()
     assert previews and all("<redacted-github-token>" in p for p in previews)
     mnemo("migrate", "revert", "--yes", "--json", cwd=repo)
-    after = rows_of(source)
+    after = db_digest(source)
     assert after["consolidation_log"] == before["consolidation_log"]
     assert len(after["consolidation_log"]) == 1 and TOKEN in repr(after["consolidation_log"])
     assert after == before
