@@ -115,20 +115,28 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _finds_secret(value: Any, policy: str, clean: set[bytes]) -> bool:
-    """Whether `value` holds a secret; texts found clean are remembered by digest
+class _Secrets:
+    """Scrubs texts under `policy`, remembering by digest those found clean
     (upstream mirrors each memory's text into several tables)."""
-    from ..memory.scrub import scrub
 
-    if not isinstance(value, str) or not value:
-        return False
-    digest = _digest(value)
-    if digest in clean:
-        return False
-    if scrub(value, policy).found:
-        return True
-    clean.add(digest)
-    return False
+    def __init__(self, policy: str) -> None:
+        self.policy = policy
+        self.clean: set[bytes] = set()  # digests of texts without a secret
+
+    def find(self, value: Any) -> Any:
+        """The scrub result of `value` when it holds a secret, else None."""
+        from ..memory.scrub import scrub
+
+        if not isinstance(value, str) or not value:
+            return None
+        digest = _digest(value)
+        if digest in self.clean:
+            return None
+        result = scrub(value, self.policy)
+        if result.found:
+            return result
+        self.clean.add(digest)
+        return None
 
 
 def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
@@ -136,7 +144,7 @@ def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
     if policy == "off":
         return 0
     found = 0
-    clean: set[bytes] = set()
+    secrets = _Secrets(policy)
     for table in schema.ordered():
         columns = scrub_columns(table)
         if not columns:
@@ -146,7 +154,7 @@ def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
         for values in conn.execute(
                 f"SELECT {select} FROM temp.mv m JOIN src.{quote(table.name)} s "
                 f"ON {key} = m.key WHERE m.tbl = ?", (table.name,)):
-            if any(_finds_secret(v, policy, clean) for v in values):
+            if any(secrets.find(v) is not None for v in values):
                 found += 1
     return found
 
@@ -159,7 +167,7 @@ class _Scrub:
     def __init__(self, conn: sqlite3.Connection, policy: str | None) -> None:
         self.policy = policy
         self.found: set[int] = set()
-        self.clean: set[bytes] = set()  # digests of texts without a secret
+        self._secrets = _Secrets(policy or "redact")
         conn.create_function("mnemo_scrub", 2, self.copy)
         conn.create_function("mnemo_redacted", 1, self.redacted)
 
@@ -168,16 +176,10 @@ class _Scrub:
         return self.policy is not None and self.policy != "off"
 
     def copy(self, seq: int, value: Any) -> Any:
-        from ..memory.scrub import scrub
-
-        if not isinstance(value, str) or not value or not self.active:
+        if not self.active:
             return value
-        digest = _digest(value)
-        if digest in self.clean:
-            return value
-        result = scrub(value, self.policy or "redact")
-        if not result.found:
-            self.clean.add(digest)
+        result = self._secrets.find(value)
+        if result is None:
             return value  # no secret: the row is copied byte for byte
         self.found.add(seq)
         return result.text  # under `warn`, the text unchanged
