@@ -184,6 +184,16 @@ def attach_readonly(conn: sqlite3.Connection, db_path: Path, alias: str) -> None
     conn.execute(f"ATTACH DATABASE ? AS {alias}", (readonly_uri(db_path),))
 
 
+def quote_name(name: str) -> str:
+    """An SQLite identifier (a table or column name), quoted for a statement."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def column_names(conn: sqlite3.Connection, table: str) -> list[str]:
+    """The columns of `table` in `conn`'s main schema, in order ([] when there is no such table)."""
+    return [str(r[1]) for r in conn.execute(f"PRAGMA table_info({quote_name(table)})")]
+
+
 def count(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> int:
     """The first column of the first row; 0 when the table does not exist yet."""
     try:
@@ -328,8 +338,7 @@ def session_tables(conn: sqlite3.Connection) -> list[str]:
     found = []
     for (name,) in rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table' "
                               "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name"):
-        columns = {r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')}
-        if "session_id" in columns:
+        if "session_id" in column_names(conn, str(name)):
             found.append(str(name))
     return found
 

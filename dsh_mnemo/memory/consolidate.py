@@ -140,12 +140,7 @@ _SLEEP_COLUMNS: tuple[tuple[str, tuple[str, ...], str | None], ...] = (
 )
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({_q(table)})")}
+_q = banks.quote_name
 
 
 def _written_marks(target: Target, base: Path | None) -> dict[str, int]:
@@ -183,7 +178,7 @@ def _written_rows(conn: sqlite3.Connection, marks: dict[str, int], started: str 
     for table, wanted, link in _SLEEP_COLUMNS:
         if table not in marks:
             continue
-        have = _columns(conn, table)
+        have = set(banks.column_names(conn, table))
         columns = [c for c in wanted if c in have]
         if not columns:
             continue
@@ -225,7 +220,7 @@ def _unsynced_fts(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, 
         if synced:
             continue
         rowid = _ROWID_OPTION.search(sql)
-        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({_q(name)})")]
+        columns = banks.column_names(conn, name)
         found.append((name, rowid.group(1) if rowid else "rowid", columns))
     return found
 

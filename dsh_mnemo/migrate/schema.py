@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..memory.banks import quote_name
 from ..record import field, record
 
 # Columns by which a row points at the memory it describes.
@@ -92,8 +93,7 @@ class Schema:
         return sorted(self.tables.values(), key=order)
 
 
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+quote = quote_name  # the one quoting of an identifier (memory/banks)
 
 
 def _unique_text_column(conn: sqlite3.Connection, schema: str, table: str,
