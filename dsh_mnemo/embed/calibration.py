@@ -22,10 +22,12 @@ so a lift of 0.05 means "as far above the prompt's mean as 0.05 is for e5"
 measurement; a test checks that measuring it gives `REFERENCE`.
 
 A measurement costs one batch of 48 texts through the model; it is made by
-`mnemo reindex` (which a change of model needs anyway) and `mnemo doctor`,
-and kept in `calibration.json` in the data directory, one entry per
-`model_id`.  A prompt hook never measures: with no entry for its model it
-uses the thresholds as they are, and `mnemo doctor` says so.
+the first `mnemo remember` whose memory the model embeds and by `mnemo
+reindex` (which a change of model needs anyway), and kept in
+`calibration.json` in the data directory, one entry per `model_id` (a
+failed one too, so it is not tried again at once).  A prompt hook never
+measures: with no entry for its model it uses the thresholds as they are,
+and `mnemo doctor` says so.
 """
 
 from __future__ import annotations
@@ -113,6 +115,9 @@ class Scale:
     def __repr__(self) -> str:
         return f"Scale(centre={self.centre:.4f}, spread={self.spread:.4f})"
 
+    def describe(self) -> str:
+        return f"centre {self.centre:.3f}, spread {self.spread:.3f}"
+
     def to_reference(self, cosine: float) -> float:
         """`cosine` of this model, read in the reference model's units."""
         return REFERENCE.centre + (cosine - self.centre) * REFERENCE.spread / self.spread
@@ -165,6 +170,12 @@ def _stamp(base: Path) -> int:
         return 0
 
 
+def _entry(base: Path, model_id: str) -> dict[str, Any] | None:
+    """`model_id`'s entry in the file, if it was made with these texts."""
+    entry = _read(base).get(model_id)
+    return entry if isinstance(entry, dict) and entry.get("texts") == TEXTS_VERSION else None
+
+
 def stored(base: Path, model_id: str) -> Scale | None:
     """The measurement kept for `model_id`, or None (none, damaged, or of other texts).
 
@@ -174,9 +185,9 @@ def stored(base: Path, model_id: str) -> Scale | None:
     known = _memo.get(key)
     if known is not None and known[0] == stamp:
         return known[1]
-    entry = _read(base).get(model_id) if stamp else None
+    entry = _entry(base, model_id) if stamp else None
     scale = None
-    if isinstance(entry, dict) and entry.get("texts") == TEXTS_VERSION:
+    if entry is not None:
         try:
             centre, spread = float(entry["centre"]), float(entry["spread"])
         except (KeyError, TypeError, ValueError):
@@ -213,8 +224,8 @@ RETRY_AFTER_SECONDS = 24 * 3600
 
 
 def _failed_recently(base: Path, model_id: str, now: float) -> str | None:
-    entry = _read(base).get(model_id)
-    if not isinstance(entry, dict) or entry.get("texts") != TEXTS_VERSION:
+    entry = _entry(base, model_id)
+    if entry is None:
         return None
     failed_at = entry.get("failed_at")
     if not isinstance(failed_at, (int, float)) or not 0 <= now - failed_at < RETRY_AFTER_SECONDS:
@@ -253,7 +264,7 @@ def ensure(embedder: Any, base: Path, *, again: bool = False,
     if not again:
         kept = stored(base, model_id)
         if kept is not None:
-            return kept, f"measured before (centre {kept.centre:.3f}, spread {kept.spread:.3f})"
+            return kept, f"measured before ({kept.describe()})"
         failed = _failed_recently(base, model_id, now)
         if failed is not None:
             return None, f"could not be measured: {failed} (`mnemo reindex` tries again)"
@@ -269,9 +280,8 @@ def ensure(embedder: Any, base: Path, *, again: bool = False,
     try:
         save(base, model_id, scale)
     except (OSError, MnemoError) as exc:
-        return scale, f"measured (centre {scale.centre:.3f}, spread {scale.spread:.3f}) " \
-                      f"but not kept: {exc}"
-    return scale, f"measured (centre {scale.centre:.3f}, spread {scale.spread:.3f})"
+        return scale, f"measured ({scale.describe()}) but not kept: {exc}"
+    return scale, f"measured ({scale.describe()})"
 
 
 def forget_memo() -> None:

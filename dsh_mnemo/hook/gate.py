@@ -242,13 +242,9 @@ def _reference(signals: dict[str, Any], cosine: float) -> float:
     """A cosine of the model that recalled the memory, in the packaged model's units.
 
     The thresholds below are the packaged model's; another model's cosines
-    come with its `scale`, `(centre, spread)` (`embed/calibration.py`)."""
+    come with its `scale` (`embed.calibration.Scale`)."""
     scale = signals.get("scale")
-    if scale is None:
-        return cosine
-    from ..embed.calibration import Scale
-
-    return Scale(*scale).to_reference(cosine)
+    return cosine if scale is None else scale.to_reference(cosine)
 
 
 def lift(memory: Any, prompt_terms: frozenset[str] | None = None) -> float | None:

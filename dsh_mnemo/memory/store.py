@@ -502,7 +502,7 @@ def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str
     reindex`) keeps a score of 0: similarity cannot vouch for it, so it comes
     after every memory that has one, in full-text order.  `scale` is the
     model's `embed.calibration.Scale` (None for the packaged model): each result
-    carries it as `signals["scale"]`, `(centre, spread)`, for the gate.
+    carries it as `signals["scale"]` for the gate.
     """
     from . import semantic
 
@@ -542,7 +542,7 @@ def _hybrid(lexical_hits: list[Memory], searched: list[_Searched], model_id: str
         rank = lexical[memory.id][0] if memory.id in lexical else None
         memory.signals.update(profile, cosine=cosine, lexical_rank=rank)
         if scale is not None:
-            memory.signals["scale"] = (scale.centre, scale.spread)
+            memory.signals["scale"] = scale
         memory.vector = vectors.get(memory.id)
         if cosine is not None:
             memory.score = cosine + (LEXICAL_BONUS if rank is not None and rank < LEXICAL_TOP
