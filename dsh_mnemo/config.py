@@ -304,6 +304,16 @@ def _parse_cached(text: str, path: Path) -> Any:
     return raw
 
 
+def scrub_policy() -> str:
+    """The configured `scrub.policy`, or `redact` when the settings cannot be read:
+    a write made in the background (a migration, a sleep) must not keep a secret
+    because a setting is broken."""
+    try:
+        return str(load_settings()["scrub.policy"])
+    except ConfigError:
+        return "redact"
+
+
 _SECRET_NAMES = ("key", "token", "secret", "passw", "credential")
 
 

@@ -228,15 +228,10 @@ def _unsynced_fts(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, 
 def _scrub_written(target: Target, base: Path | None, marks: dict[str, int],
                    started: str | None = None) -> int:
     """Redact secrets in the rows a sleep wrote (`_written_rows`); how many held one."""
-    from ..config import load_settings
-    from ..errors import ConfigError
+    from ..config import scrub_policy
     from .scrub import scrub
 
-    try:
-        policy = load_settings()["scrub.policy"]
-    except ConfigError:
-        policy = "redact"
-    if policy != "redact":
+    if scrub_policy() != "redact":
         return 0  # `warn` and `off` store secrets, as remember does
     conn = driver.instance(target, base).conn
     with driver.translate_sqlite_errors(target.db_path(base)):

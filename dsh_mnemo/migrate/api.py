@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..config import scrub_policy
 from ..errors import DataError, MnemoError, RefusedError, UnboundError
 from ..faults import fault
 from ..memory.banks import MEMORY_TABLES, attach_readonly, namespace_stats
@@ -267,17 +268,6 @@ def _others(stats: dict[str, Any], data: IndexData) -> dict[str, int]:
         else:
             counts["other"] += s.rows
     return counts
-
-
-def scrub_policy() -> str:
-    """The configured `scrub.policy` (`redact` when the settings cannot be read)."""
-    from ..config import load_settings
-    from ..errors import ConfigError
-
-    try:
-        return str(load_settings()["scrub.policy"])
-    except ConfigError:
-        return "redact"
 
 
 def secrets_note(count: int, policy: str, *, done: bool = False) -> str:
