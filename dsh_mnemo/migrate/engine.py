@@ -98,6 +98,14 @@ def _script(conn: sqlite3.Connection, script: str) -> None:
 # Free-text columns scrubbed besides a table's text column (`Table.text_column`):
 # MEMORIA's snippets of the message a row came from, a validation's new content.
 SCRUB_EXTRA_COLUMNS = ("context_snippet", "previous_value", "new_content")
+# Columns that hold a JSON document: upstream's sync log (`memory_events`) keeps
+# each change's memory text in `payload`.  Their string values are scrubbed one
+# by one, so the document stays JSON; an encrypted payload (upstream's wire
+# prefix) is ciphertext and is copied as it is.  A scrubbed payload gets the
+# `event_hash` upstream would compute for it (`_event_hash`): a peer rejects
+# an event whose hash does not match its contents.
+SCRUB_JSON_COLUMNS = ("payload",)
+ENCRYPTED_PREFIX = "mne1:"
 
 
 def scrub_columns(table: Table) -> list[str]:
@@ -105,8 +113,25 @@ def scrub_columns(table: Table) -> list[str]:
     keep = {table.key, table.ref_column, table.surrogate, SESSION_COLUMN, SCOPE_COLUMN,
             CHANNEL_COLUMN}
     names = [table.text_column] if table.text_column else []
-    names += [c for c in SCRUB_EXTRA_COLUMNS if table.has(c) and c not in names]
+    names += [c for c in (*SCRUB_EXTRA_COLUMNS, *SCRUB_JSON_COLUMNS)
+              if table.has(c) and c not in names]
     return [c for c in names if c not in keep]
+
+
+# The columns upstream's sync hashes an event over, in its order (`_event_hash`).
+EVENT_HASH_COLUMNS = ("memory_id", "operation", "timestamp", "device_id", "payload",
+                      "parent_event_ids", "importance")
+
+
+def _event_hash(*values: Any) -> str:
+    """Upstream's `event_hash` of a sync event: sha256 over its fields joined by `|`
+    (a NULL payload as the empty string)."""
+    import hashlib
+
+    memory_id, operation, timestamp, device_id, payload, parents, importance = values
+    raw = (f"{memory_id}|{operation}|{timestamp}|{device_id}|{payload or ''}|"
+           f"{parents}|{importance}")
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _digest(text: str) -> bytes:
@@ -123,20 +148,54 @@ class _Secrets:
         self.policy = policy
         self.clean: set[bytes] = set()  # digests of texts without a secret
 
-    def find(self, value: Any) -> Any:
-        """The scrub result of `value` when it holds a secret, else None."""
+    def find(self, value: Any, document: bool = False) -> Any:
+        """The scrub result of `value` when it holds a secret, else None.
+
+        With `document` (a `SCRUB_JSON_COLUMNS` value) a JSON object or array
+        is scrubbed value by value (`_scrub_document`)."""
         from ..memory.scrub import scrub
 
         if not isinstance(value, str) or not value:
             return None
-        digest = _digest(value)
+        digest = _digest(value) + (b"d" if document else b"")
         if digest in self.clean:
             return None
-        result = scrub(value, self.policy)
+        result = self._scrub_document(value) if document else scrub(value, self.policy)
         if result.found:
             return result
         self.clean.add(digest)
         return None
+
+    def _scrub_document(self, value: str) -> Any:
+        import json
+
+        from ..memory.scrub import ScrubResult, scrub
+
+        if value.startswith(ENCRYPTED_PREFIX):
+            return ScrubResult(value)
+        try:
+            document = json.loads(value)
+        except ValueError:
+            document = None
+        if not isinstance(document, (dict, list)):
+            return scrub(value, self.policy)
+        findings: list[str] = []
+
+        def clean(node: Any) -> Any:
+            if isinstance(node, str):
+                result = scrub(node, self.policy)
+                findings.extend(result.findings)
+                return result.text
+            if isinstance(node, dict):
+                return {key: clean(item) for key, item in node.items()}
+            if isinstance(node, list):
+                return [clean(item) for item in node]
+            return node
+
+        cleaned = clean(document)
+        if not findings or self.policy != "redact":
+            return ScrubResult(value, findings)
+        return ScrubResult(json.dumps(cleaned, default=str), findings)
 
 
 def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
@@ -151,10 +210,12 @@ def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
             continue
         key = _key_expr(table, "s")
         select = ", ".join(f"s.{quote(c)}" for c in columns)
+        documents = [c in SCRUB_JSON_COLUMNS for c in columns]
         for values in conn.execute(
                 f"SELECT {select} FROM temp.mv m JOIN src.{quote(table.name)} s "
                 f"ON {key} = m.key WHERE m.tbl = ?", (table.name,)):
-            if any(secrets.find(v) is not None for v in values):
+            if any(secrets.find(v, document) is not None
+                   for v, document in zip(values, documents, strict=True)):
                 found += 1
     return found
 
@@ -169,20 +230,35 @@ class _Scrub:
         self.found: set[int] = set()
         self._secrets = _Secrets(policy or "redact")
         conn.create_function("mnemo_scrub", 2, self.copy)
+        conn.create_function("mnemo_scrub_document", 2, self.copy_document)
+        conn.create_function("mnemo_event_hash", len(EVENT_HASH_COLUMNS) + 1, self.event_hash)
         conn.create_function("mnemo_redacted", 1, self.redacted)
 
     @property
     def active(self) -> bool:
         return self.policy is not None and self.policy != "off"
 
-    def copy(self, seq: int, value: Any) -> Any:
+    def copy(self, seq: int, value: Any, document: bool = False) -> Any:
         if not self.active:
             return value
-        result = self._secrets.find(value)
+        result = self._secrets.find(value, document)
         if result is None:
             return value  # no secret: the row is copied byte for byte
         self.found.add(seq)
         return result.text  # under `warn`, the text unchanged
+
+    def copy_document(self, seq: int, value: Any) -> Any:
+        return self.copy(seq, value, document=True)
+
+    def event_hash(self, seq: int, *values: Any) -> Any:
+        """The copied event's hash: its own unless its payload was redacted."""
+        payload = values[EVENT_HASH_COLUMNS.index("payload")]
+        copied = self.copy(seq, payload, document=True)
+        if copied is payload or copied == payload:
+            return None  # the caller keeps the row's own hash
+        fields = list(values)
+        fields[EVENT_HASH_COLUMNS.index("payload")] = copied
+        return _event_hash(*fields)
 
     @staticmethod
     def redacted(value: Any) -> Any:
@@ -332,10 +408,10 @@ def _check_compatible(src: Schema, dst: Schema, tables: set[str], dst_path: Path
             raise DataError(f"{dst_path} has no table {name}; it is not a Mnemosyne database "
                             "of this version", hint="Run `mnemo doctor`.")
         missing = set(src.tables[name].names) - set(dst.tables[name].names)
-        if missing:
+        if missing and not _add_columns(conn, name, missing):
             raise DataError(
                 f"{dst_path}: table {name} lacks column(s) {', '.join(sorted(missing))} that "
-                "the source has; refusing to drop data",
+                "the source has and that cannot be added; refusing to drop data",
                 hint="Upgrade mnemosyne-memory, then run the migration again.")
     # Full-text entries follow the rows through upstream's triggers; the target
     # must have the same triggers or its index would silently miss rows.
@@ -347,6 +423,34 @@ def _check_compatible(src: Schema, dst: Schema, tables: set[str], dst_path: Path
         raise DataError(f"{dst_path} lacks the trigger(s) "
                         f"{', '.join(sorted(n for _, n in lacking))} that keep its "
                         "full-text index in step", hint="Run `mnemo doctor`.")
+
+
+def _add_columns(conn: sqlite3.Connection, table: str, names: set[str]) -> bool:
+    """Give the target's `table` the source's columns `names`, as upstream adds them.
+
+    Upstream grows some tables when a feature first opens a database (its sync
+    adds `timestamp_epoch`, `surface_id` and `apply_state` to `memory_events`),
+    so a store that used the feature has columns a new bank lacks.  A column
+    that is no part of the key and may be NULL or has a default is added with
+    the source's declaration (`ALTER TABLE … ADD COLUMN`, inside the move's
+    transaction).  False when one cannot be: the caller refuses the move.
+    """
+    info = {r[1]: r for r in conn.execute(f"PRAGMA src.table_info({quote(table)})")}
+    statements = []
+    for name in sorted(names):
+        _, _, decl_type, notnull, default, pk = info[name]
+        if pk or (notnull and default is None):
+            return False
+        clause = f" {decl_type}" if decl_type else ""
+        clause += " NOT NULL" if notnull else ""
+        clause += f" DEFAULT {default}" if default is not None else ""
+        statements.append(f"ALTER TABLE main.{quote(table)} ADD COLUMN {quote(name)}{clause}")
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    except sqlite3.OperationalError:
+        return False
+    return True
 
 
 def _create_missing_tables(conn: sqlite3.Connection, names: set[str]) -> bool:
@@ -440,9 +544,14 @@ def _insert_sql(table: Table, scrub: bool = False) -> str:
     names = [c for c in table.names if c != table.surrogate]
     scrubbed = scrub_columns(table) if scrub else []
     exprs = []
+    rehash = "payload" in scrubbed and all(table.has(c) for c in EVENT_HASH_COLUMNS)
     for c in names:
         if c in scrubbed:
-            exprs.append(f"mnemo_scrub(m.seq, s.{quote(c)})")
+            function = "mnemo_scrub_document" if c in SCRUB_JSON_COLUMNS else "mnemo_scrub"
+            exprs.append(f"{function}(m.seq, s.{quote(c)})")
+        elif c == "event_hash" and rehash:
+            fields = ", ".join(f"s.{quote(f)}" for f in EVENT_HASH_COLUMNS)
+            exprs.append(f"coalesce(mnemo_event_hash(m.seq, {fields}), s.event_hash)")
         elif c == table.key and not table.key_is_text:
             exprs.append("m.new_key")
         elif c == SESSION_COLUMN:

@@ -138,3 +138,60 @@ def test_a_target_that_cannot_be_prepared_closes_the_run_as_failed(repo: Path, d
     target.unlink()
     assert audit(dsh_data) == before
     assert run_migration(Selection(legacy_dsh=True)).status == "moved"
+
+
+def _columns(db: Path, table: str) -> dict[str, tuple]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {r[1]: tuple(r[2:]) for r in conn.execute(f"PRAGMA table_info({table})")}
+    finally:
+        conn.close()
+
+
+def test_columns_the_bank_lacks_are_added_as_upstream_adds_them(repo: Path, dsh_data: Path):
+    """A store whose tables grew a column (upstream's sync adds three to memory_events
+    when it first opens a database; a newer upstream adds its own) moves whole: the
+    bank gets the column with the source's declaration, and every value with it."""
+    source = paths.default_db_path(dsh_data)
+    conn = sqlite3.connect(source)
+    with conn:
+        conn.execute("ALTER TABLE working_memory ADD COLUMN mood TEXT DEFAULT 'calm'")
+        conn.execute("UPDATE working_memory SET mood = 'keen' WHERE session_id = 'dsh_s1'")
+    conn.close()
+    run_migration(Selection(sessions=["dsh_s1"]))
+    bank = sorted((dsh_data / "banks").glob("ws-*/mnemosyne.db"))[0]
+    assert _columns(bank, "working_memory")["mood"] == _columns(source, "working_memory")["mood"]
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        moods = {r[0] for r in conn.execute("SELECT mood FROM working_memory")}
+    finally:
+        conn.close()
+    assert moods == {"keen"}
+    assert revert_migration().status == "reverted"
+    conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        assert {r[0] for r in conn.execute(
+            "SELECT mood FROM working_memory WHERE session_id = 'dsh_s1'")} == {"keen"}
+    finally:
+        conn.close()
+
+
+def test_a_column_that_cannot_be_added_stops_the_run_before_any_change(
+        repo: Path, dsh_data: Path):
+    source = paths.default_db_path(dsh_data)
+    run_migration(Selection(sessions=["dsh_s2"]))  # creates the bank
+    conn = sqlite3.connect(source)
+    with conn:  # a NOT NULL column without a default: SQLite cannot add it to a table
+        conn.execute("CREATE TABLE scratchpad_new AS SELECT * FROM scratchpad")
+        conn.execute("DROP TABLE scratchpad")
+        columns = ", ".join(f"{n} {t}" for n, (t, *_rest) in _columns(
+            source, "scratchpad_new").items())
+        conn.execute(f"CREATE TABLE scratchpad ({columns}, lane TEXT NOT NULL)")
+        conn.execute("DROP TABLE scratchpad_new")
+        conn.execute("INSERT INTO scratchpad (id, session_id, content, lane) "
+                     "VALUES ('pad-1', 'dsh_s1', 'note', 'left')")
+    conn.close()
+    before = audit(dsh_data)
+    with pytest.raises(DataError, match="lacks column.*lane.*cannot be added"):
+        run_migration(Selection(sessions=["dsh_s1"]))
+    assert audit(dsh_data) == before

@@ -279,3 +279,65 @@ def test_adopt_copies_an_orphans_secrets_redacted(data_dir: Path, projects: Path
     bank = paths.bank_db_path(adopted["bank"], data_dir)
     assert PLAIN in contents(bank)
     assert any("<redacted-github-token>" in c for c in contents(bank))
+
+
+def test_sync_event_payloads_are_copied_redacted_with_a_matching_hash(
+        data_dir: Path, projects: Path) -> None:
+    """Upstream's sync log (`memory_events`) keeps each change's memory text in a JSON
+    `payload`: a secret in it is redacted value by value, the document stays JSON, and
+    the event gets the hash upstream computes for its new contents (a peer rejects an
+    event whose hash does not match).  A clean or encrypted payload is copied as is."""
+    from mnemosyne.core.memory import Mnemosyne
+    from mnemosyne.core.sync import SyncEngine, SyncEvent
+
+    source = paths.default_db_path(data_dir)
+    source.parent.mkdir(parents=True, exist_ok=True)
+    mem = Mnemosyne(session_id="dsh_s1", db_path=source)
+    secret_id = mem.remember(SECRET_TEXTS[0], source="conversation", importance=0.5)
+    plain_id = mem.remember(PLAIN, source="conversation", importance=0.5)
+    sync = SyncEngine(mem, device_id="laptop")
+    sync.log_event(secret_id, "CREATE", payload={"content": SECRET_TEXTS[0],
+                                                 "source": "conversation", "importance": 0.5})
+    sync.log_event(plain_id, "CREATE", payload={"content": PLAIN, "importance": 0.7})
+    conn = sqlite3.connect(source)
+    with conn:  # an encrypted payload, as upstream's SyncEncryption writes it: ciphertext
+        conn.execute("UPDATE memory_events SET payload = 'mne1:Q2lwaGVydGV4dA==' "
+                     "WHERE memory_id = ?", (plain_id,))
+    originals = {r[0]: r[1:] for r in conn.execute(
+        "SELECT memory_id, payload, event_hash FROM memory_events")}
+    conn.close()
+    assert holds_secret(originals[secret_id][0])
+    repo = bind_repo(projects / "app").path
+
+    plan = json.loads(mnemo("migrate", "plan", "--legacy-dsh", "--json", cwd=repo).stdout)
+    result = json.loads(mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json",
+                              cwd=repo).stdout)
+    assert result["status"] == "moved" and result["secrets"] == plan["secrets"] >= 2
+    assert not holds_secret(bank_bytes(data_dir))
+    bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
+    copied = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    copied.row_factory = sqlite3.Row
+    try:
+        events = {r["memory_id"]: dict(r) for r in copied.execute("SELECT * FROM memory_events")}
+    finally:
+        copied.close()
+    assert set(events) == {secret_id, plain_id}
+    redacted = events[secret_id]
+    payload = json.loads(redacted["payload"])
+    assert "<redacted-github-token>" in payload["content"]
+    assert payload["source"] == "conversation" and payload["importance"] == 0.5
+    assert redacted["event_hash"] != originals[secret_id][1]
+    upstream = SyncEngine(Mnemosyne(session_id="check", db_path=bank), device_id="peer")
+    assert redacted["event_hash"] == upstream._compute_event_hash(SyncEvent.from_row(redacted))
+    kept = events[plain_id]
+    assert (kept["payload"], kept["event_hash"]) == originals[plain_id]
+
+    restored = json.loads(mnemo("migrate", "revert", "--from-backup", "--yes", "--json",
+                                cwd=repo).stdout)
+    assert restored["status"] == "restored"
+    conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        assert {r[0]: r[1:] for r in conn.execute(
+            "SELECT memory_id, payload, event_hash FROM memory_events")} == originals
+    finally:
+        conn.close()
