@@ -16,6 +16,7 @@ raises it:
   line: `cosine` (what mnemo ranks by), the memory embedded as a query too
   (`symmetric`, `mean of both`), the best of the memory's clauses blended in
   (`clauses`), a penalty for memories close to many others (`hub`), the
+  shared direction of the candidates taken out of every vector (`centred`), the
   prompt moved toward its top 3 (`feedback`), and a BM25 score over the
   prompt's distinctive words, blended or fused by reciprocal rank (`bm25`,
   `rrf`), and the wording of the user's closest earlier question borrowed
@@ -153,6 +154,21 @@ def hub(beta: float, k: int = 5) -> Scorer:
     return score
 
 
+def centred(fraction: float) -> Scorer:
+    """Cosine after moving the prompt and the memories away from the candidates' mean
+    (the direction every e5 vector shares), by `fraction` of it."""
+    def score(v: Vectors, prompt: br.Prompt, memories: list[br.Memory]) -> Any:
+        import numpy as np
+
+        matrix = _matrix(v.passage, memories)
+        mean = fraction * matrix.mean(axis=0)
+        moved = matrix - mean
+        moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+        query = v.prompt[prompt.id] - mean
+        return moved @ (query / np.linalg.norm(query))
+    return score
+
+
 def feedback(alpha: float, top: int = 3) -> Scorer:
     def score(v: Vectors, prompt: br.Prompt, memories: list[br.Memory]) -> Any:
         import numpy as np
@@ -239,6 +255,7 @@ VARIANTS: dict[str, tuple[str, Scorer]] = {
     "mean": ("mean of passage and query cosines", mean_of_both),
     "clauses": ("0.7 cosine + 0.3 best clause", clauses(0.3)),
     "hub": ("cosine - 0.3 x mean of its 5 nearest memories", hub(0.3)),
+    "centred": ("cosine after subtracting 0.5 x the candidates' mean vector", centred(0.5)),
     "feedback": ("prompt + 0.3 x mean of its top 3", feedback(0.3)),
     "bm25": ("cosine + 0.02 x BM25 (max-normalised)", bm25_blend(0.02)),
     "rrf": ("reciprocal-rank fusion with BM25, weight 0.5", rrf(0.5)),
