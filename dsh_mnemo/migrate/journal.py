@@ -190,6 +190,14 @@ def new_id() -> str:
             + "-" + secrets.token_hex(3))
 
 
+def looks_like_id(name: str) -> bool:
+    """`name` has the shape `new_id` gives a journal (a migration's snapshot folder)."""
+    stamp, _, tag = name.partition("-")
+    return (len(tag) == 6 and all(c in "0123456789abcdef" for c in tag)
+            and len(stamp) in (15, 18) and stamp[8:9] == "T"
+            and (stamp[:8] + stamp[9:]).isdigit() and stamp.isascii())
+
+
 def create(kind: str, selection: dict[str, Any], base: Path | None = None) -> Journal:
     journal = Journal(id=new_id(), kind=kind, created_at=now_ms(), selection=selection,
                       base=base)

@@ -210,22 +210,26 @@ def test_a_missing_snapshot_restores_nothing_rather_than_half(repo: Path, dsh_da
     assert revert_migration(journal.id).status == "reverted"
 
 
-def test_folders_without_a_journal_age_out_and_hook_config_copies_are_left_alone(
+def test_folders_without_a_journal_age_out_and_config_copies_are_left_alone(
         repo: Path, dsh_data: Path):
     stray = paths.backups_dir(dsh_data) / "20200101T000000000-abcdef"
     stray.mkdir(parents=True)
     (stray / "default.db").write_bytes(b"x" * 10)
     old = 1_600_000_000  # 2020
     os.utime(stray, (old, old))
-    hooks = paths.backups_dir(dsh_data) / "hooks"
-    hooks.mkdir()
-    (hooks / "claude-code-settings.json").write_text("{}")
-    os.utime(hooks, (old, old))
+    # copies of harness and MCP client configs (the only copies of the user's files
+    # from before mnemo edited them), and a folder of the user's own: not snapshots
+    copies = [paths.backups_dir(dsh_data) / name / "settings.json"
+              for name in ("hooks", "mcp", "my-notes")]
+    for copy in copies:
+        copy.parent.mkdir()
+        copy.write_text("{}")
+        os.utime(copy.parent, (old, old))
     (entry,) = retention.inventory(dsh_data)
     assert entry.journal == stray.name and entry.kind is None and entry.state == "due"
     assert entry.revert_command is None and not entry.from_backup
     assert [s.journal for s in retention.prune(dsh_data).pruned] == [stray.name]
-    assert not stray.exists() and (hooks / "claude-code-settings.json").exists()
+    assert not stray.exists() and all(copy.exists() for copy in copies)
 
 
 def test_a_symlinked_folder_is_never_followed(repo: Path, dsh_data: Path, tmp_path: Path):
