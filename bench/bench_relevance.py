@@ -591,6 +591,21 @@ def setup_mode(sandbox: Sandbox, dataset: Dataset, jobs: int, history_rounds: in
     return report
 
 
+def sleep_all(sandbox: Sandbox) -> str:
+    """`--sleep`: consolidate every namespace now (`mnemo sleep --all --force`), as the
+    daily cron job leaves a workspace once its rows are older than half the TTL."""
+    done, ms = sandbox.run(["sleep", "--all", "--force", "--json"])
+    if done.returncode != 0:
+        raise MnemoFailed(f"mnemo sleep failed: {_err(done)}")
+    try:
+        results = json.loads(done.stdout)["results"]
+    except (ValueError, KeyError, TypeError):
+        raise MnemoFailed(f"mnemo sleep printed no report: {_err(done)}") from None
+    items = sum(int(r.get("items_consolidated") or 0) for r in results)
+    summaries = sum(int(r.get("summaries_created") or 0) for r in results)
+    return f"slept before the prompts: {items} rows into {summaries} summaries ({ms / 1000:.0f} s)"
+
+
 # ─── Prompts ────────────────────────────────────────────────────────────────
 
 
@@ -921,6 +936,8 @@ def run_mode(name: str, args: argparse.Namespace, dataset: Dataset, prompts: lis
             if preset["standing"] == "on" and not supports_flag(sandbox, "remember", flag):
                 raise MnemoFailed(f"this mnemo's `remember` has no {flag}")
             setup = setup_mode(sandbox, dataset, args.jobs, args.history_rounds)
+            if args.sleep:
+                setup.notes.append(sleep_all(sandbox))
             if session_start and not supports_event(sandbox, session_start, args.harness):
                 setup.notes.append(f"mnemo has no hook event {session_start!r}: no session start")
                 session_start = None
@@ -982,6 +999,9 @@ def main() -> None:
                         help="replay each project's earlier turns N times, reworded after "
                              "the first (a workspace after long use: many more turns than "
                              "memories)")
+    parser.add_argument("--sleep", action="store_true",
+                        help="run `mnemo sleep --all --force` after the setup, before the "
+                             "prompts (a workspace after the daily cron job)")
     parser.add_argument("--per-split", action="store_true",
                         help="with --split all, also a table per kind and split")
     parser.add_argument("--repeat", type=int, default=1,
@@ -1042,7 +1062,7 @@ def main() -> None:
         document = {
             "mnemo": version, "split": args.split, "harness": args.harness,
             "sessions": args.sessions, "jobs": args.jobs,
-            "history_rounds": args.history_rounds,
+            "history_rounds": args.history_rounds, "sleep": args.sleep,
             "dataset": {"projects": {n: {"memories": len(p.memories), "history": len(p.history),
                                          "language": p.language}
                                      for n, p in dataset.projects.items()},

@@ -4,7 +4,10 @@ Figures from upstream's canonical Hermes provider (`hermes_memory_provider` in
 the mnemosyne-memory wheel; docs/hooks.md lists them):
 keep rows with real topical signal, prefer distilled memories over raw
 conversation, never inject assistant-sourced rows, drop near-duplicates,
-cap at `prefetch.top_k`.  Pure: works on anything shaped like
+cap at `prefetch.top_k`.  Unlike upstream's provider, which counts them as
+distilled, sleep summaries are never injected: offline they are compressed
+copies of rows that are still there (consolidation is additive), several
+unrelated facts or the user's own questions in one line.  Pure: works on anything shaped like
 `memory.store.Memory` (content, score, source, importance, signals).
 """
 
@@ -15,7 +18,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ..lazy_re import lazy
-from ..memory.banks import TALK_SOURCE
+from ..memory.banks import SUMMARY_SOURCE, TALK_SOURCE
 from ..memory.lexical import CJK as _CJK
 from ..memory.lexical import CJK_CHARS, STOPWORDS, has_cjk
 from ..memory.lexical import WORD as _WORD
@@ -24,8 +27,7 @@ from ..record import record
 TEMPORAL_WEIGHT = 0.2
 TEMPORAL_HALFLIFE_HOURS = 48.0
 
-DISTILLED_SOURCES = {"preference", "correction", "fact", "identity", "insight",
-                     "sleep_consolidation"}
+DISTILLED_SOURCES = {"preference", "correction", "fact", "identity", "insight"}
 RAW_MIN_SIGNAL = 0.18
 MIN_SIGNAL = 0.08
 MATCH_SIGNAL_FLOOR = 0.20
@@ -71,9 +73,12 @@ def signal(memory: Recalled) -> float:
 
 
 def quality(memory: Recalled) -> float:
+    """The rank factor of a memory's kind; 0 for what is never injected: the
+    assistant's words, and sleep summaries (`banks.SUMMARY_SOURCE`: the rows they
+    summarise are still there, whole, and are recalled themselves)."""
     source = memory.source or ""
     content = memory.content
-    if content.startswith("[ASSISTANT]"):
+    if content.startswith("[ASSISTANT]") or source == SUMMARY_SOURCE:
         return 0.0
     factor = 1.0
     if source in DISTILLED_SOURCES:
@@ -328,8 +333,7 @@ def select_semantic(memories: Sequence[Any], top_k: int, prompt: str) -> list[An
             continue  # it only says what the prompt says
         judged.append((value, memory))
     # A superseded memory hands its place to the memory that replaces it.
-    with_vectors = [m for m in memories if m.vector is not None
-                    and not m.content.startswith("[ASSISTANT]")
+    with_vectors = [m for m in memories if m.vector is not None and quality(m) > 0.0
                     and (not m.content.startswith("[USER]") or is_user_fact(m.content))]
     current: dict[int, tuple[float, Any]] = {}
     for value, memory in judged:

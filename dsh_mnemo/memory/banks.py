@@ -42,6 +42,17 @@ MEMORY_TABLES = ("working_memory", "episodic_memory")
 # The `source` of a captured conversation turn (`mnemo hook`'s capture,
 # imported transcripts): a `[USER] …` or `[ASSISTANT] …` row, not a fact.
 TALK_SOURCE = "conversation"
+# The `source` of a summary upstream's sleep writes (`episodic_memory`): the
+# text of the rows it consolidated, compressed into one line (offline, AAAK:
+# "We deploy w/ make release | never by hand. | The CI runs@GitHub Actions…"),
+# listed in `summary_of`.  Consolidation is additive, so those rows are still
+# there, whole: a summary repeats them, merges unrelated ones, and, for
+# captured turns, repeats the user's own questions.
+SUMMARY_SOURCE = "sleep_consolidation"
+# Rows that are not memories in their own right: a prompt's profile over the
+# namespace leaves them out (`semantic.profile_of`), and the prefetch gate
+# never injects them (`hook.gate`).
+NOT_MEMORY_SOURCES = frozenset([TALK_SOURCE, SUMMARY_SOURCE])
 
 
 # ─── Opening ────────────────────────────────────────────────────────────────

@@ -946,6 +946,9 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
         deleted["memories"] = cur.rowcount
         if any(deleted.values()):
             deleted.update(_delete_copies(conn, memory_id))
+            summaries = _delete_summaries_of(conn, memory_id, clause, target.namespace)
+            if summaries:
+                deleted["summaries"] = summaries
         conn.commit()
         if any(deleted.values()):
             _purge_freed_text(conn)
@@ -954,6 +957,29 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
 
         vector_file.remove_for(db_path, base)  # no copy of a forgotten vector stays either
     return deleted
+
+
+def _delete_summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,
+                         namespace: str) -> int:
+    """Delete the sleep summaries that folded `memory_id` in, with their own copies.
+
+    A summary lists the rows it was made from in `summary_of` (comma-separated
+    ids) and repeats their text: left in place it would keep, and the next
+    prompt could inject, what was forgotten.  The other rows it summarised
+    stay as they are (consolidation is additive: they are still there, whole);
+    only the summary, derived text, goes."""
+    try:
+        rows = conn.execute(
+            f"SELECT id, rowid FROM episodic_memory WHERE {clause} AND summary_of IS NOT NULL "
+            "AND instr(',' || replace(summary_of, ' ', '') || ',', ',' || ? || ',') > 0",
+            (namespace, memory_id)).fetchall()
+    except sqlite3.OperationalError:
+        return 0  # no summary_of column: a schema without summaries
+    for summary_id, rowid in rows:
+        conn.execute("DELETE FROM episodic_memory WHERE id = ?", (summary_id,))
+        _delete_episode_vector(conn, int(rowid))
+        _delete_copies(conn, summary_id)
+    return len(rows)
 
 
 def _delete_copies(conn: sqlite3.Connection, memory_id: str) -> dict[str, int]:

@@ -36,7 +36,7 @@ from ..record import field, record
 from .banks import (
     BUSY_TIMEOUT_SECONDS,
     MEMORY_TABLES,
-    TALK_SOURCE,
+    NOT_MEMORY_SOURCES,
     connect_readonly,
     count,
     reader,
@@ -171,10 +171,11 @@ class Profile:
     """How the prompt scores against the memories of the namespace it searched.
 
     `count`, `best`, `mean` and `std` are over its memories but captured
-    conversation turns (over every row when it has nothing else): the more a
-    user talks, the more turns a workspace holds, and the prefetch gate's
-    measure of a prompt (a memory's cosine above the mean) must not move with
-    them."""
+    conversation turns and sleep summaries (`banks.NOT_MEMORY_SOURCES`; over
+    every row when it has nothing else): the more a user talks, and the more
+    often a sleep summarises, the more of those a workspace holds, and the
+    prefetch gate's measure of a prompt (a memory's cosine above the mean)
+    must not move with them."""
 
     count: int = 0
     best: float = 0.0
@@ -223,7 +224,8 @@ class _Matrix:
     counts: tuple[int, int, int]  # the bank's vectors, their max rowid, its memory rows
     # rows of this matrix its file (`vector_file`) holds; None: no file of it yet
     saved: int | None = None
-    # one byte a row: 1 for a memory, 0 for a captured conversation turn (TALK_SOURCE)
+    # one byte a row: 1 for a memory, 0 for a conversation turn or a sleep summary
+    # (banks.NOT_MEMORY_SOURCES)
     facts: bytearray = field(default_factory=bytearray)
 
     @property
@@ -287,7 +289,7 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
     if after == 0:
         tier_of: dict[str, tuple[int, int]] = {}
         for tier, table in reversed(list(enumerate(MEMORY_TABLES))):  # the first tier wins
-            tier_of.update((str(r[0]), (tier, int(r[1] != TALK_SOURCE))) for r in rows(
+            tier_of.update((str(r[0]), (tier, int(r[1] not in NOT_MEMORY_SOURCES))) for r in rows(
                 conn, f"SELECT m.id, m.source FROM {table} m WHERE {clause}", (namespace,)))
         found_ids: list[list[str]] = [[] for _ in MEMORY_TABLES]
         found_blobs: list[list[bytes]] = [[] for _ in MEMORY_TABLES]
@@ -315,7 +317,7 @@ def _load(conn: sqlite3.Connection, namespace: str, model_id: str, clause: str,
                 (model_id, after, namespace)):
             ids.append(str(memory_id))
             blobs.append(blob)
-            facts.append(int(source != TALK_SOURCE))
+            facts.append(int(source not in NOT_MEMORY_SOURCES))
             dim = int(d)
     return ids, blobs, dim, facts
 

@@ -21,12 +21,13 @@ that does not parse is ignored.
 
 Layout (all integers little-endian):
 
-    MAGIC                      b"mnemo-vectors/2\\n"
+    MAGIC                      b"mnemo-vectors/3\\n"
     u32 header length, header  JSON: key, files, counts, dim, rows, capacity,
                                the ids' byte length and the matrix's offset
     ids                        UTF-8, one per line
     kinds                      one byte a row: 1 for a memory, 0 for a captured
-                               conversation turn (`banks.TALK_SOURCE`)
+                               conversation turn or a sleep summary
+                               (`banks.NOT_MEMORY_SOURCES`)
     padding to 64 bytes
     matrix                     capacity x dim float32; rows past `rows` are a
                                hole in the file (zeros, no disk blocks): room
@@ -50,7 +51,8 @@ TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
     from typing import Any
 
-MAGIC = b"mnemo-vectors/2\n"  # /1 had no kinds: ignored, the bank is read instead
+# /1 had no kinds, /2 counted sleep summaries as memories: ignored, the bank is read instead
+MAGIC = b"mnemo-vectors/3\n"
 SUFFIX = ".vectors"
 #: below this many vectors there is no file.  Reading vectors from the bank
 #: costs about 18 us a row (1,000 rows: 18.6 ms; their file: 1.5 ms); 200 rows

@@ -358,3 +358,37 @@ def test_the_memories_a_prompt_delivered_are_counted_as_recalled(repo: Path, sem
     assert ask(repo, "center a div vertically and horizontally with flexbox",
                session="other") == ""
     assert counts()[DEPLOY] == (1, True)  # a silent prompt counts nothing
+
+
+def test_after_a_sleep_the_originals_are_injected_never_the_summaries(
+        repo: Path, semantic, data_dir: Path) -> None:
+    """`mnemo sleep` (the daily cron job) folds memories and captured turns into one-line
+    summaries, with vectors of their own; the rows they summarise stay.  A summary is
+    never injected: of turns it is the user's own questions, of memories several
+    unrelated facts in one line, and it must not stand in for the memory it repeats."""
+    from tests.memory.conftest import mnemo, query
+
+    semantic(*WORKSPACE)
+    question = "how do we deploy this project to production? is it still make release?"
+    for session, prompt in (("earlier", question), ("later", "can you fix the lint step?")):
+        run_inprocess("prompt", HARNESS, payload(HARNESS, "prompt", cwd=repo, session=session,
+                                                 prompt=prompt))
+        run_inprocess("turn-end", HARNESS, payload(HARNESS, "turn-end", cwd=repo,
+                                                   session=session, prompt=prompt,
+                                                   reply="Done."))
+    before = ask(repo, "how do we deploy this project to production?")
+    slept = mnemo("sleep", "--force", cwd=repo)
+    assert slept.exit_code == 0, slept.output
+    (db,) = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))
+    summaries = query(db, "SELECT e.content FROM episodic_memory e JOIN mnemo_vectors v "
+                          "ON v.memory_id = e.id WHERE e.source = 'sleep_consolidation'")
+    assert any("[USER]" in s[0] for s in summaries)  # of the turns, with a vector
+    assert any("make release" in s[0] and "zerolog" in s[0] for s in summaries)  # of facts
+    after = ask(repo, "how do we deploy this project to production?", session="after")
+    assert after == before
+    lines = memory_lines(after)
+    assert lines == [f"- ({lines[0][3:13]}, workspace) {DEPLOY}"], after
+    # the lexical gate (no model) does the same
+    configure(embeddings__backend="none")
+    lexical = memory_lines(ask(repo, "deploy make release", session="lexical"))
+    assert lexical and not any("[USER]" in line or " | " in line for line in lexical), lexical

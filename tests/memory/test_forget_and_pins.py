@@ -85,3 +85,32 @@ def test_a_row_aged_past_the_ttl_after_the_guard_is_not_trimmed(make_repo, data_
     # straight to upstream's write, as if the row aged between guard and write
     driver.remember(target, "a later memory about the lexer", source="user", importance=0.5)
     assert query(repo.db(data_dir), "SELECT id FROM working_memory WHERE id = ?", first)
+
+
+def test_forget_deletes_the_sleep_summaries_that_folded_the_memory_in(make_repo,
+                                                                     data_dir: Path) -> None:
+    """A sleep summary repeats the text of every row it summarises: forgetting one of
+    them deletes the summary (and its gist, facts and vector), so no prompt can be
+    given what was forgotten; the other rows it summarised stay, whole."""
+    from dsh_mnemo.memory import consolidate, driver
+
+    settings = configure()
+    repo = bind_repo(make_repo("app"))
+    ctx = resolve_memory_context(repo.path, None, settings)
+    keep = storage.remember(ctx, "We deploy with make release from the main branch").id
+    gone = storage.remember(ctx, TEXT).id
+    db = repo.db(data_dir)
+    assert consolidate.sleep_context(ctx, force=True).items_consolidated == 2
+    (summary,) = query(db, "SELECT id, summary_of, content FROM episodic_memory")
+    assert gone in summary[1] and SECRETISH in summary[2]
+
+    result = storage.forget(ctx, gone)
+    assert result.copies.get("summaries") == 1
+    assert not query(db, "SELECT 1 FROM episodic_memory")
+    for table, column in (("gists", "memory_id"), ("facts", "source_msg_id"),
+                          ("mnemo_vectors", "memory_id")):
+        assert not query(db, f"SELECT 1 FROM {table} WHERE {column} = ?", summary[0]), table
+    driver.reset_cache()
+    assert SECRETISH.encode() not in raw_bytes(data_dir)
+    assert SECRETISH.lower().encode() not in raw_bytes(data_dir)
+    assert [m.id for m in storage.recall(ctx, "make release main branch")][:1] == [keep]

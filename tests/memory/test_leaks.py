@@ -52,6 +52,7 @@ class Row:
     owner: tuple[str, str]
     tier: str  # "working" (with its legacy `memories` twin) | "episodic"
     alive: bool = True
+    summary_of: tuple[str, ...] = ()  # a sleep summary: the rows it folded in
 
 
 class Model:
@@ -190,6 +191,13 @@ class Walk:
         assert sum(result.deleted.values()) >= 1
         assert locate(self.data_dir, memory_id) == []
         row.alive = False
+        # the sleep summaries that repeated it go with it
+        summaries = [i for i in self.model.alive(row.owner)
+                     if memory_id in self.model.rows[i].summary_of]
+        assert result.copies.get("summaries", 0) == len(summaries), (memory_id, result.copies)
+        for summary_id in summaries:
+            assert locate(self.data_dir, summary_id) == []
+            self.model.rows[summary_id].alive = False
         self.checked["forgot"] += 1
 
     def stats(self, ctx: Ctx) -> None:
@@ -232,23 +240,25 @@ class Walk:
         slept = {(r.bank, r.namespace) for r in report.results if r.status == "consolidated"}
         if not everything:
             assert slept <= {ctx.own}
-        for memory_id, owner in self.episodic_ids().items():
+        for memory_id, (owner, summary_of) in self.episodic_ids().items():
             if memory_id in known:
                 continue
             # A new summary belongs to a namespace that was just consolidated.
             assert owner in slept, (memory_id, owner, slept)
-            self.model.rows[memory_id] = Row(owner=owner, tier="episodic")
+            self.model.rows[memory_id] = Row(owner=owner, tier="episodic",
+                                             summary_of=summary_of)
             self.checked["summaries"] += 1
         self.checked["sleep"] += 1
 
-    def episodic_ids(self) -> dict[str, tuple[str, str]]:
+    def episodic_ids(self) -> dict[str, tuple[tuple[str, str], tuple[str, ...]]]:
+        """Every summary: its owner and the rows it folded in."""
         found = {}
         for bank, db in db_files(self.data_dir).items():
-            for memory_id, session_id, scope in query(
-                    db, "SELECT id, session_id, scope FROM episodic_memory"):
+            for memory_id, session_id, scope, summary_of in query(
+                    db, "SELECT id, session_id, scope, summary_of FROM episodic_memory"):
                 owner = GLOBAL if bank == "global" else (bank, session_id)
                 assert (scope == "global") == (owner == GLOBAL), (bank, session_id, scope)
-                found[memory_id] = owner
+                found[memory_id] = (owner, tuple(filter(None, (summary_of or "").split(","))))
         return found
 
     # ── the files against the model ──

@@ -331,12 +331,13 @@ def test_forget_removes_own_row_from_every_tier(make_repo, data_dir):
     summary_ids = [r[0] for r in query(a.db(data_dir), "SELECT id FROM episodic_memory")]
     assert summary_ids
 
+    result = storage.forget(ctx, summary_ids[0])  # a summary can be forgotten by its id
+    assert result.deleted["episodic_memory"] == 1
+    assert locate(data_dir, summary_ids[0]) == []
     result = storage.forget(ctx, raw)
     assert result.deleted["working_memory"] == 1 and result.deleted["memories"] == 1
     assert locate(data_dir, raw) == []
-    result = storage.forget(ctx, summary_ids[0])
-    assert result.deleted["episodic_memory"] == 1
-    assert locate(data_dir, summary_ids[0]) == []
+    assert "summaries" not in result.copies  # the summary that held it went first
 
 
 def test_forget_refuses_other_namespaces_and_leaves_rows_untouched(make_repo, data_dir):
