@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import ExitCode
 from ..migrate import Plan, Selection, plan_migration, revert_migration, run_migration
+from ..migrate.api import RunResult
 from ..report import Progress, Report
 from ..workspace.index import Index
 
@@ -35,7 +36,36 @@ def run(selection: Selection, *, progress: Progress | None = None) -> Report:
         from ..migrate.api import secrets_note
 
         report.warn(secrets_note(result.secrets, result.plan.scrub_policy, done=True))
+    unembedded = _without_vectors(result)
+    if unembedded:
+        report.warn(f"{unembedded} moved memories have no vector yet (an old store has none): "
+                    "prompts recall a memory only by its vector, so run `mnemo reindex --all` "
+                    "to embed them.")
     return report
+
+
+def _without_vectors(result: RunResult) -> int:
+    """Memories of the run's target namespaces that the configured model has not
+    embedded (0 with `embeddings.backend: none`, or when the model does not load)."""
+    if result.status != "moved":
+        return 0
+    from .. import paths
+    from ..config import load_settings
+    from ..memory import semantic
+
+    settings = load_settings()
+    if settings["embeddings.backend"] == "none":
+        return 0
+    embedder = semantic.load(settings).embedder
+    if embedder is None:
+        return 0  # `mnemo doctor` says why
+    missing = 0
+    for group in result.plan.groups:
+        if group.target_namespace:
+            db = paths.bank_db_path(group.target_bank)
+            have, total = semantic.coverage(db, group.target_namespace, embedder.model_id)
+            missing += total - have
+    return missing
 
 
 def revert(journal: str, *, from_backup: bool = False,

@@ -413,7 +413,9 @@ def settle(target: Target, written: list[tuple[str, str]], base: Path | None) ->
 
 
 def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | None = None,
-            progress: Progress | None = None) -> None:
+            progress: Progress | None = None, embed: Any = None) -> None:
+    """Write the planned rows; with `embed` each gets its vector as a captured turn
+    does (a model that fails leaves a row without one, for `mnemo reindex`)."""
     from ..memory.store import remember_at
 
     ledger = ledger or Ledger(base)
@@ -430,7 +432,7 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
             recorded = []
             for row in batch:
                 result = remember_at(target, row.content, source=TALK_SOURCE,
-                                     importance=row.importance, base=base)
+                                     importance=row.importance, base=base, embed=embed)
                 if result.filtered:
                     summary.rows_filtered += 1
                 else:
@@ -477,7 +479,12 @@ def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,
                            what="import lock"):
                 plans, skipped = plan(sessions, settings, into=into, register=True,
                                       base=base, ledger=ledger)
-                execute(plans, base=base, ledger=ledger, progress=progress)
+                embed = None
+                if any(p.rows for p in plans):
+                    from ..memory import semantic
+
+                    embed = semantic.embedder(settings)  # None: lexical recall, as the hooks
+                execute(plans, base=base, ledger=ledger, progress=progress, embed=embed)
     finally:
         ledger.close()
     targets = [p.summary for p in plans]

