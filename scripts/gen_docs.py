@@ -667,7 +667,9 @@ def render_configuration_md() -> str:
            "- `recall_mode: workspace` requires `auto_write_scope: workspace`: a conversation "
            "could not otherwise recall what it just wrote. `recall_mode: session` with "
            "`auto_write_scope: workspace` is legal (a deliberately narrow read). To switch to "
-           "session mode, set `recall_mode` to `session` first, then `auto_write_scope`.",
+           "session mode, set `recall_mode` to `session` first, then `auto_write_scope`. For "
+           "the same reason `mnemo remember --scope session` is refused in workspace mode "
+           "(exit 5): nothing would ever read that memory.",
            "- An invalid file stops every command with exit 3 and a message naming the key; "
            "`mnemo doctor` reports it too.", "",
            "## Keys", "",

@@ -61,6 +61,14 @@ def write_target(ctx: MemoryContext, level: str | None = None) -> Target:
                 hint="Run `mnemo bind` in the project, or use --scope global.")
         return Target(bank=ctx.workspace.bank, namespace=ctx.workspace.namespace,
                       level="workspace")
+    if ctx.mode != "session":
+        # Only session recall mode reads a session's own namespace: written here, the
+        # memory could never be recalled or forgotten (as `auto_write_scope` refuses).
+        raise RefusedError(
+            "a session-scoped memory is read only in session recall mode; with "
+            f"recall_mode: {ctx.mode} it could never be recalled; nothing was written",
+            hint="Use --scope workspace (every session of this workspace recalls it), or "
+                 "`mnemo config set recall_mode session`.")
     if not ctx.session_id:
         raise UnboundError("a session-scoped memory needs a session id",
                            hint="Pass --session ID.")

@@ -233,10 +233,9 @@ def test_forget_own_row_removes_it_from_every_tier(two, data_dir):
     result = mnemo("forget", raw, "--json", cwd=a.path)
     assert result.exit_code == 0, result.output
     assert doc(result)["deleted"] == {"working_memory": 1, "episodic_memory": 0, "memories": 1}
-    assert locate(data_dir, raw) == []
-    result = mnemo("forget", summary, cwd=a.path)
-    assert result.exit_code == 0 and "Forgot" in result.stdout
-    assert locate(data_dir, summary) == []
+    assert doc(result)["copies"]["summaries"] == 1  # the sleep summary repeated its text
+    assert locate(data_dir, raw) == [] and locate(data_dir, summary) == []
+    assert mnemo("forget", summary, cwd=a.path).exit_code == ExitCode.REFUSED  # went with it
     assert mnemo("forget", raw, cwd=a.path).exit_code == ExitCode.REFUSED  # already gone
 
 

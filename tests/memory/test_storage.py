@@ -81,6 +81,23 @@ def test_unbound_and_sessionless_contexts_have_no_target(projects):
         targets.write_target(ctx_for(loose), "everywhere")
 
 
+def test_a_session_memory_is_refused_where_no_recall_would_read_it(make_repo, data_dir):
+    """Only session recall mode reads a session's namespace: in workspace mode a
+    session-scoped memory could never be recalled or forgotten, so none is written."""
+    configure()
+    repo = bind_repo(make_repo("alpha"))
+    with pytest.raises(RefusedError) as refused:
+        storage.remember(ctx_for(repo.path, session="abc123"), "session note about flags",
+                         level="session")
+    assert "session recall mode" in str(refused.value)
+    assert "--scope workspace" in (refused.value.hint or "")
+    assert working_count(repo.db(data_dir)) == 0
+    ctx = ctx_for(repo.path, session="abc123", mode="session")
+    written = storage.remember(ctx, "session note about flags", level="session")
+    assert [m.id for m in storage.recall(ctx, "session note flags")] == [written.id]
+    assert storage.forget(ctx, written.id).deleted["working_memory"] == 1
+
+
 # ─── Writes land in exactly one bank ───────────────────────────────────────
 
 def test_each_write_lands_in_exactly_one_bank_with_its_namespace(make_repo, data_dir):
