@@ -343,12 +343,13 @@ def verbose(results: list[br.PromptResult], cache: dict[str, Any], candidates: i
 
 
 _DATASET: br.Dataset | None = None
+DATASET_PATH: Path = br.DATASET
 
 
 def load_dataset_cached() -> br.Dataset:
     global _DATASET
     if _DATASET is None:
-        _DATASET = br.load_dataset()
+        _DATASET = br.load_dataset(DATASET_PATH)
     return _DATASET
 
 
@@ -357,6 +358,9 @@ def main() -> None:
     parser.add_argument("--sandbox", type=Path, required=True,
                         help="folder of the kept sandbox (built there when missing)")
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--dataset", type=Path, default=br.DATASET,
+                        help="another data set (e.g. bench/relevance/holdout), with a sandbox "
+                             "of its own")
     parser.add_argument("--grid", action="store_true", help="search GRID on dev")
     parser.add_argument("--axis", action="append", default=[], metavar="NAME=V1,V2,...",
                         help="search this axis instead of GRID (repeatable)")
@@ -373,6 +377,8 @@ def main() -> None:
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, *sys.argv])
 
+    global DATASET_PATH
+    DATASET_PATH = args.dataset
     dataset = load_dataset_cached()
     overrides = {}
     fusion = {}
