@@ -1,4 +1,5 @@
-"""The relevance data set (bench/relevance/dataset) is whole and labelled by its own rules.
+"""The relevance data sets (bench/relevance/dataset, and the held-out one in
+bench/relevance/holdout) are whole and labelled by their own rules.
 
 Fast and offline: it only reads the YAML through the benchmark's own loader.
 The rules are in bench/relevance/README.md.
@@ -20,11 +21,10 @@ from tests.conftest import REPO_ROOT
 ROOT = REPO_ROOT
 RUNNER = ROOT / "bench" / "bench_relevance.py"
 
-MIN_PROJECTS = 5
 MEMORIES_PER_PROJECT = (25, 40)
-HISTORY_PER_PROJECT = (10, 20)
-MIN_PROMPTS = 150
-MIN_PER_KIND = 10
+HISTORY_PER_PROJECT = (8, 20)
+# Per data set: projects, prompts, prompts of each kind at least.
+SETS = {"dataset": (5, 150, 10), "holdout": (3, 75, 5)}
 SPLIT_SHARE = (0.40, 0.60)  # dev share of each kind
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -41,9 +41,12 @@ def _load_runner() -> ModuleType:
 bench = _load_runner()
 
 
-@pytest.fixture(scope="module")
-def dataset() -> object:
-    return bench.load_dataset()
+@pytest.fixture(scope="module", params=sorted(SETS))
+def dataset(request: pytest.FixtureRequest) -> object:
+    loaded = bench.load_dataset(ROOT / "bench" / "relevance" / request.param)
+    loaded.minimums = SETS[request.param]
+    loaded.name = request.param
+    return loaded
 
 
 def test_ids_are_unique(dataset) -> None:
@@ -124,7 +127,8 @@ def test_near_collisions_come_from_projects_that_collide(dataset) -> None:
 
 
 def test_sizes_meet_the_minimums(dataset) -> None:
-    assert len(dataset.projects) >= MIN_PROJECTS
+    min_projects, min_prompts, min_per_kind = dataset.minimums
+    assert len(dataset.projects) >= min_projects
     chinese = [p for p in dataset.projects.values() if p.language == "zh"]
     assert chinese and all(CJK.search(m.text) for p in chinese for m in p.memories)
     assert all(CJK.search(t) for p in chinese for t in p.history)
@@ -133,10 +137,10 @@ def test_sizes_meet_the_minimums(dataset) -> None:
         assert low <= len(project.memories) <= high, project.name
         assert HISTORY_PER_PROJECT[0] <= len(project.history) <= HISTORY_PER_PROJECT[1], \
             project.name
-    assert len(dataset.prompts) >= MIN_PROMPTS
+    assert len(dataset.prompts) >= min_prompts
     per_kind = Counter(p.kind for p in dataset.prompts)
     assert set(per_kind) == set(bench.KINDS)
-    assert min(per_kind.values()) >= MIN_PER_KIND, per_kind
+    assert min(per_kind.values()) >= min_per_kind, per_kind
     for kind, count in per_kind.items():
         dev = sum(p.kind == kind and p.split == "dev" for p in dataset.prompts)
         assert SPLIT_SHARE[0] <= dev / count <= SPLIT_SHARE[1], kind
@@ -157,8 +161,19 @@ def test_every_injected_line_can_be_traced_to_one_text(dataset) -> None:
     assert clashes == []
 
 
-def test_the_runner_labels_a_rendered_block(dataset) -> None:
+def test_the_two_sets_share_no_id_and_no_text() -> None:
+    """The held-out set is separate: no id, memory or prompt of it is in the other (a
+    trivial prompt such as "ok" may be in both)."""
+    sets = [bench.load_dataset(ROOT / "bench" / "relevance" / name) for name in sorted(SETS)]
+    ids = [{*d.memories, *(p.id for p in d.prompts)} for d in sets]
+    texts = [{bench.normalise(m.text) for m in d.memories.values()}
+             | {bench.normalise(p.text) for p in d.prompts if p.kind != "trivial"} for d in sets]
+    assert ids[0] & ids[1] == set() and texts[0] & texts[1] == set()
+
+
+def test_the_runner_labels_a_rendered_block() -> None:
     """One block as mnemo renders it today: a fact, a `[USER]` row, a stale fact."""
+    dataset = bench.load_dataset()
     prompt = next(p for p in dataset.prompts if p.id == "la-sup-02")
     index = bench.LineIndex(dataset)
     context = ('<memory-data source="mnemo" workspace="ledger-api">\n'
