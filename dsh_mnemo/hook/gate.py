@@ -188,6 +188,7 @@ _DECISION = lazy(
 _SUPERSEDES = lazy(
     r"(?i)\b(?:from now on|going forward|no longer|not any more|anymore|instead of|instead|"
     r"replaced|replaces|switched|we now|now use|now uses|now on|moved to|moved from|"
+    r"moved off|moved away from|"
     r"migrated to|migrated from|was raised|were raised|raised to|upgraded|since \d[\w.]*|"
     r"deprecated|rather than|is gone|was deleted)\b|"
     r"现在|改用|不再|替换|换成|以后|今后|已经迁移|迁到|已经从|升级到|取代|下线")

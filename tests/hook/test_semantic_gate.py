@@ -139,6 +139,19 @@ def test_only_the_newer_of_a_superseded_pair_is_injected(repo: Path, semantic) -
     assert len(lines) == 1 and "Postgres 16" in lines[0], lines
 
 
+def test_a_correction_worded_we_moved_off_replaces_what_it_names(repo: Path,
+                                                                   semantic) -> None:
+    semantic(*WORKSPACE[1:])
+    semantic("Curated tables are loaded into Snowflake, database VOLTLINE_PROD, schema "
+             "CURATED, using the LOADER_ROLE role.")
+    semantic("We moved off Snowflake in June 2026: curated tables now load into BigQuery, "
+             "project voltline-analytics, dataset curated. Snowflake stays read-only until "
+             "the contract ends.")
+    lines = memory_lines(ask(repo, "load the new tariffs table into Snowflake next to the "
+                                   "curated readings"))
+    assert len(lines) == 1 and "BigQuery" in lines[0], lines
+
+
 def test_the_users_earlier_question_is_never_injected(repo: Path, semantic,
                                                      data_dir: Path) -> None:
     semantic(*WORKSPACE)
