@@ -42,7 +42,9 @@ Full-width forms (U+FF01-FF5E, the ideographic space), as a Chinese, Japanese
 or Korean input method types them (`password：hunter2`, `ＡＰＩ＿ＫＥＹ＝…`), are
 read as ASCII: a text that has any is scrubbed in that reading, and keeps its
 own characters everywhere but in the stretch of a line from its first
-redaction to its last.
+redaction to its last.  The full-width punctuation that ends the value of
+`密码都是 admin，记得改` (都是/还是/也是 name a password only when it ends the
+clause) reads as a mark that ends the clause, not as a space.
 
 The patterns favour recall over precision: a false positive costs a few
 characters of a memory, a false negative leaks a credential into every
@@ -233,6 +235,12 @@ def strip_invisible(text: str) -> str:
 
 # ─── Matching helpers ──────────────────────────────────────────────────────
 
+# In a text read in ASCII (`_ascii_reading`), the punctuation that ends the value of
+# "密码都是 admin，…": a space to the patterns' `\s`, the end of a clause to
+# `_ends_clause` and a word break to `_command_word`.  A control character, so never
+# in a cleaned text; it is written back as a space.
+_CLAUSE_MARK = "\x1f"
+
 # Under re.IGNORECASE these match ASCII letters; `_lower` folds them so that
 # case-sensitive patterns over the lowered text mean the same.  U+0130 is
 # also the one character whose str.lower() is two characters long.
@@ -255,11 +263,13 @@ def _lower(text: str) -> str:
 Replace = Callable[[re.Match[str], str], "tuple[int, int, str, str] | None"]
 
 
-def _sub(pattern: re.Pattern[str], text: str, findings: list[str], replace: Replace) -> str:
-    """Match `pattern` over `_lower(text)`; `replace(match, text)` says what to cut from `text`."""
+def _sub(pattern: re.Pattern[str], text: str, findings: list[str], replace: Replace,
+         lowered: str | None = None) -> str:
+    """Match `pattern` over `_lower(text)` (`lowered`, when the caller has it);
+    `replace(match, text)` says what to cut from `text`."""
     pieces: list[str] = []
     pos = 0
-    for match in pattern.finditer(_lower(text)):
+    for match in pattern.finditer(_lower(text) if lowered is None else lowered):
         if match.start() < pos:
             continue  # inside what the last replacement took (a passphrase runs past its match)
         result = replace(match, text)
@@ -874,7 +884,103 @@ def _redact_key_values(text: str, findings: list[str]) -> str:
         if span is not None:
             spans.append(span)
             floor = span.end
-    return _apply(text, spans, findings)
+    if spans:
+        text = _apply(text, spans, findings)
+        lowered = _lower(text)
+    return _sub(_KV_SUFFIXED, text, findings, _suffixed_key, lowered)
+
+
+# A key whose secret word has more words after it (`_KV` takes a key that ends with
+# it): `"private_key_id": "3f9a…"`, `privateKeyId`, `secret_key_base`, `secret_id`.
+# The words after the last secret word of the key say whether the value is the
+# secret: a setting about it (`token_url`, `token_type`, `api_key_header`,
+# `secret_name`, `private_key_path`) never is; the secret in some form
+# (`client_secret_value`, `secret_key_base`, `private_key_pem`) is, as under `_KV`;
+# under any other word (`private_key_id`, `secret_id`, `token_hash`) only a long
+# random-looking token is (`_random_token`).  `key` names a secret only after a
+# word that makes it one (`_STRONG_KEY_PREFIX`: `api_key_id`, not `key_id_format`).
+# (Each word of `rest` is matched whole, as by an atomic group: a lookahead, then
+# the text it saw; a key that ends with a secret word is `_KV`'s, and is turned down
+# by the look-behinds before any callback.)
+_KV_SUFFIXED = lazy(
+    r"(?P<kw>pass(?:word|wd|phrase)|secret|token|credentials?|key)"
+    r"(?P<rest>[_.-]?(?=(?P<word>[a-z0-9]{1,24}))(?P=word)"
+    r"(?:[_.-](?=(?P<more>[a-z0-9]{1,24}))(?P=more)){0,3})"
+    r"(?<!key)(?<!token)(?<!secret)(?<!password)(?<!passwd)(?<!passphrase)(?<!credential)"
+    r"(?<!credentials)"
+    r"[\"']?\]?[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16}"
+    r"(?P<value>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}'|[^\s\"'`,;&)}\]<>{]{1,1024})")
+_KEY_WORD_SPLIT = lazy(r"[_.-]|(?<=[a-z0-9])(?=[A-Z])")
+_SECRET_KEY_WORDS = frozenset(("password", "passwd", "passphrase", "secret", "token",
+                               "credential", "credentials", "key"))
+_KEY_SETTING_WORDS = frozenset("""
+url uri urls endpoint endpoints path paths file filename files dir directory name names type types
+header headers env var vars variable format field fields param params parameter length len size
+bits ttl lifetime expiry expires expiration expire exp timeout ref refs reference arn version
+versions policy prefix suffix hint label location source store provider mode method algorithm
+alg scope scopes count limit max min enabled enable required rotation regex pattern template
+placeholder help description desc title at issued created updated last used
+""".split())  # noqa: SIM905 - a word list reads better as text
+_KEY_VALUE_WORDS = frozenset("""
+value data b64 base64 hex pem raw plain plaintext string str text bytes base content
+""".split())  # noqa: SIM905 - a word list reads better as text
+_TOKEN_VALUE = lazy(r"[A-Za-z0-9+/=_-]{16,4096}")
+
+
+def _key_words(key: str) -> list[str]:
+    """The words of a key, lowercased: `private_key_id`, `privateKeyId` → private key id."""
+    return [word.lower() for word in _KEY_WORD_SPLIT.split(key) if word]
+
+
+def _random_token(value: str) -> bool:
+    """A long random-looking token: 16 or more hex digits and dashes with a letter and a
+    digit (`3f9a…`, a UUID), or 16 or more characters of an API key's or base64's
+    alphabet with upper case, lower case and a digit.  A path (`kv2/prod`), a name
+    (`api-v2-prod`, `AWS_S3_KEY`), a URL, a host, a date or a sentence is none."""
+    if _TOKEN_VALUE.fullmatch(value) is None:
+        return False
+    chars = set(value)
+    if not chars & _DIGITS:
+        return False
+    if _HEX.fullmatch(value.replace("-", "")):
+        return not chars <= _DIGITS | {"-"}
+    return bool(chars & _UPPER and chars & _LOWER) and value[0] != "/"
+
+
+def _suffixed_key(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    kw_start, kw_end = match.span("kw")
+    rest = text[kw_end:match.end("rest")]
+    # the secret word is a word of the key: a separator or a capital on each side
+    if not (rest[0] in "_.-" or (rest[0].isupper() and not text[kw_end - 1].isupper())):
+        return None  # `tokenizer`, `secretsManager`, `SECRETNAME`
+    before = text[kw_start - 1] if kw_start else ""
+    if before.isalnum() and not (text[kw_start].isupper() and not before.isupper()):
+        return None  # `monkey_id`
+    window = text[max(0, kw_start - 96):kw_start]
+    words = _key_words(window[len(window.rstrip(_KEY_CHARS)):])
+    first = len(words)
+    words += [match.group("kw"), *_key_words(rest)]
+    last = max(i for i in range(first, len(words)) if words[i] in _SECRET_KEY_WORDS)
+    suffix = words[last + 1:]
+    if not suffix or any(word in _KEY_SETTING_WORDS for word in suffix):
+        return None  # `_KV`'s key, or a setting about the secret
+    if words[last] == "key" and not _STRONG_KEY_PREFIX.search("_".join(words[:last]) + "_"):
+        return None  # `key_id`, `sort_key_hash`
+    start, end, value = _value(match, text)
+    if value[0] in "\"'":
+        start, end, value = start + 1, end - 1, value[1:-1]
+    else:
+        value = value.rstrip(_TRAILING)
+        end = start + len(value)
+    if not value or _is_placeholder(value):
+        return None
+    if all(word in _KEY_VALUE_WORDS for word in suffix):
+        if value.lower() in _STOPWORDS:
+            return None
+    elif not _random_token(value):
+        return None
+    kind = _kind_for_key("_".join(words[:last + 1]))
+    return start, end, marker(kind), kind
 
 
 # A flag's value: a word that is not another flag, or a quoted string.
@@ -990,7 +1096,7 @@ def _command_word(lowered: str, start: int) -> bool:
     `svc/mongo`, `mongo.conf`): only a directory or an opening `(` `$(` or quote may
     come before it in its word, and the word before is not a flag."""
     window = lowered[max(0, start - 64):start]
-    cut = max(window.rfind(" "), window.rfind("\t"), window.rfind("\n"))
+    cut = max(window.rfind(" "), window.rfind("\t"), window.rfind("\n"), window.rfind(_CLAUSE_MARK))
     prefix = window[cut + 1:].lstrip("`($\"'")
     if prefix and not (prefix.startswith(_PATH_START) and prefix[-1] == "/"):
         return False
@@ -1286,7 +1392,13 @@ def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
 
 
 # What ends a clause after a value: "账号密码都是 admin。", "…还是 123456，记得改".
-_CJK_CLAUSE_END = frozenset("\n。，；、,.;!?！？)）")
+_CJK_CLAUSE_END = frozenset("\n。，；、,.;!?！？)）" + _CLAUSE_MARK)
+# What "密码都是/还是 …" says of the passwords rather than what they are: how they are
+# stored or who manages them ("密码还是 SSO，不用单独记", "密码都是 bcrypt，加密存储").
+_PASSWORD_SCHEMES = frozenset("""
+bcrypt scrypt argon2 argon2i argon2d argon2id pbkdf2 md5 sha1 sha256 sha512 hash hashed salted
+sso ldap saml oauth oauth2 oidc kerberos ad totp otp mfa 2fa
+""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 def _ends_clause(text: str, end: int, value: str) -> bool:
@@ -1301,9 +1413,11 @@ def _cjk_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
     kind = _CJK_KINDS.get(match.group("kw"), "key")
     # "密码都是/还是/也是 …" ("are all", "is still", "is also") as often says what the
     # passwords are like (`bcrypt 加密存储`, `SSO 统一管理`, `8 位以上`): a value there is a
-    # password when it ends the clause ("密码都是 admin"), else only a random one
-    named = match.start("weak") < 0 or _ends_clause(text, match.end("value"),
-                                                     match.group("value"))
+    # password when it ends the clause ("密码都是 admin"), unless it names a scheme
+    # (`_PASSWORD_SCHEMES`: "密码还是 SSO，…"), else only a random one
+    value = match.group("value")  # lowercase: the match is over the lowered text
+    named = match.start("weak") < 0 or (_ends_clause(text, match.end("value"), value)
+                                        and value.rstrip(_TRAILING) not in _PASSWORD_SCHEMES)
     return _named_secret(match, text, _CJK_QUOTES, password=kind == "password" and named,
                          kind_if_random=kind, raw_placeholder=True)
 
@@ -1325,6 +1439,106 @@ def _redact_markup(text: str, findings: list[str]) -> str:
         text = _sub(_XML_SECRET, text, findings, _markup)
     if "env" in lowered:
         text = _sub(_DOCKER_ENV, text, findings, _markup)
+    return text
+
+
+# ─── Credential pairs ──────────────────────────────────────────────────────
+
+# A password of a pair: printable ASCII but a space, a quote, `/`, `<` and `>` (so a
+# marker or a path is none), ended by anything else but a `/` (`admin/hunter2、记得改`,
+# "`login admin/hunter2`").
+_PAIR_VALUE = r"[!#-&(-.0-;=?-_a-~]"
+_PAIR_VALUE_END = r"(?![!#-&(-;=?-_a-~])"
+
+# `login admin/Tr0ub4dor3`, `log in with root / hunter2`, `credentials admin/admin`: a
+# login word, then USER/PASSWORD (over the lowered text; the word's own start is
+# checked by `_login_pair`, so that the pattern starts with its literals).
+_LOGIN_PAIR = lazy(
+    r"(?:log(?:[ \t]?in|on)|sign[ \t]?in|credentials?|creds|user(?:[ \t]?name)?/pass(?:word|wd)?)"
+    r"(?:[ \t]{0,4}[:=][ \t]{0,4}|[ \t]{1,4}(?:(?:with|as|is|are|was|using)[ \t]{1,4})?)"
+    r"(?P<user>[a-z_][a-z0-9_.@+-]{0,63})[ \t]{0,4}/[ \t]{0,4}"
+    r"(?P<value>" + _PAIR_VALUE + "{1,256})" + _PAIR_VALUE_END)
+# `user admin password hunter2`, `user: admin, password hunter2`: a user named, then a
+# password word and its value (with a colon after it, it is a key=value).
+_USER_PASSWORD = lazy(
+    r"(?:user(?:[ \t]?name)?|login)(?:[ \t]{0,4}[:=][ \t]{0,4}|[ \t]{1,4})"
+    r"(?P<user>[a-z_][a-z0-9_.@+-]{0,63})[ \t]{0,4}[,;]?[ \t]{1,4}(?:and[ \t]{1,4})?"
+    r"(?:pass(?:word|wd)?|pwd|pw)[ \t]{1,4}(?P<value>[!#-&(-;=?-_a-~]{1,256})")
+# `admin / Tr0ub4dor3`: no login word, a spaced slash after a word: only a value that
+# can be nothing but a password (`_strong_password`), since paths, ratios and pairs of
+# names (`src/main`, `1 / 2`, `TCP / IP`, `linux / Windows11`) have this shape too.
+_SLASH_PAIR = lazy(r"/(?<=[ \t]/)[ \t]{1,4}(?P<value>" + _PAIR_VALUE + "{8,256})"
+                   + _PAIR_VALUE_END)
+_USER_CHARS = _KEY_CHARS + "@+"
+_LEET = lazy(r"[a-z][0-9]{1,8}[a-z]")
+
+
+def _pair_password(value: str, user: str) -> bool:
+    """The password of a pair a login or password word names: the user name again
+    (`admin/admin`), or 4 characters or more with a digit or a symbol (`hunter2`,
+    `Tr0ub4dor3`).  Plain words (`login page/form`, `sign in with Google/GitHub`,
+    `user table password column`), a flag or a reference are none."""
+    if not value or value[0] == "-" or _is_placeholder(value) or value.lower() in _STOPWORDS:
+        return False
+    if value.lower() == user.lower():
+        return True
+    return len(value) >= 4 and not value.isalpha()
+
+
+def _strong_password(value: str) -> bool:
+    """Mixed case and a digit, 8 characters or more, and not a name: a symbol other
+    than `-._`, or a digit between lowercase letters (`Tr0ub4dor3`, `P@ssw0rd`,
+    `Summer2024!`).  `Windows11`, `OAuth2Client`, `S3Bucket`, `Summer2024` read as names."""
+    if len(value) < 8:
+        return False
+    chars = set(value)
+    if not (chars & _UPPER and chars & _LOWER and chars & _DIGITS):
+        return False
+    return (not all(c.isalnum() or c in "-._" for c in value)
+            or _LEET.search(value) is not None)
+
+
+def _pair_value(match: re.Match[str], text: str) -> tuple[int, int, str]:
+    start, end, value = _value(match, text)
+    value = value.rstrip(_TRAILING)
+    return start, start + len(value), value
+
+
+def _login_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    begin = match.start()
+    if begin and text[begin - 1] in _WORD_BEFORE:
+        return None  # `blog`, `catalog`, `superuser`: not the word
+    start, end, value = _pair_value(match, text)
+    if not _pair_password(value, text[match.start("user"):match.end("user")]):
+        return None
+    return start, end, marker("password"), "password"
+
+
+def _slash_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _pair_value(match, text)
+    if not _strong_password(value) or _is_placeholder(value):
+        return None
+    before = text[max(0, match.start() - 72):match.start()].rstrip(" \t")
+    lead = before.rstrip(_USER_CHARS)
+    user = before[len(lead):]
+    if not user or not user[0].isalpha() or len(user) > 64 or lead.rstrip(" \t")[-1:] == "/":
+        return None  # no word before the slash, or a chain (`docs / api / V2…`)
+    return start, end, marker("password"), "password"
+
+
+def _redact_pairs(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)  # the keywords are looked for once: a marker adds none they need
+    slash = "/" in text
+    for pattern, replace, wanted in (
+            (_LOGIN_PAIR, _login_pair,
+             slash and any(word in lowered for word in ("log", "sign", "cred", "user"))),
+            (_SLASH_PAIR, _slash_pair, " /" in text or "\t/" in text),
+            (_USER_PASSWORD, _login_pair, ("user" in lowered or "login" in lowered)
+             and ("pass" in lowered or "pw" in lowered))):
+        if wanted:
+            redacted = _sub(pattern, text, findings, replace, lowered)
+            if redacted is not text:
+                text, lowered = redacted, _lower(redacted)
     return text
 
 
@@ -1643,6 +1857,7 @@ def _redact(text: str, findings: list[str]) -> str:
     text = _redact_flags(text, findings)
     text = _redact_markup(text, findings)
     text = _redact_phrases(text, findings)
+    text = _redact_pairs(text, findings)
     return _net(text, findings)
 
 
@@ -1676,7 +1891,7 @@ def _redact_wide(text: str, findings: list[str]) -> str:
         found, folded, redacted = _ascii_reading(text)
         if redacted.count("\n") != text.count("\n"):
             findings.extend(found)
-            return redacted
+            return redacted.replace(_CLAUSE_MARK, " ")
     findings.extend(found)
     out = []
     for line, before, after in zip(text.split("\n"), folded.split("\n"), redacted.split("\n"),
@@ -1687,14 +1902,35 @@ def _redact_wide(text: str, findings: list[str]) -> str:
         head = _common_prefix(before, after)
         tail = min(_common_prefix(before[::-1], after[::-1]),
                    min(len(before), len(after)) - head)
-        out.append(line[:head] + after[head:len(after) - tail] + line[len(line) - tail:])
+        middle = after[head:len(after) - tail].replace(_CLAUSE_MARK, " ")
+        out.append(line[:head] + middle + line[len(line) - tail:])
     return "\n".join(out)
+
+
+# In the ASCII reading, "密码都是 admin，记得改" would be "密码都是 admin 记得改", whose
+# value does not end its clause (`_cjk_phrase`): the punctuation that ends a
+# 都是/还是/也是 value reads as `_CLAUSE_MARK` instead of a space.  `_WEAK_VALUE_END` is
+# `_CJK_PHRASE` with a weak connector, over the text itself (its full-width forms
+# and spaces included), up to that punctuation.
+_WEAK_CONNECTORS = ("都是", "还是", "也是")
+_WEAK_VALUE_END = lazy(
+    r"(?:密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)[ \t\u3000]{0,4}[还都也]是"
+    r"[ \t\u3000]{0,4}(?:[:：=＝][ \t\u3000]{0,4})?"
+    r"(?:\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|“[^”\n]{1,256}”|"
+    r"「[^」\n]{1,256}」|[!#-~\uff02-\uff08\uff0a\uff0b\uff0d-\uff1a\uff1c-\uff1e\uff20-\uff5e]{1,256})"
+    r"[ \t\u3000]{0,8}[，；！？）、。]")
 
 
 def _ascii_reading(text: str) -> tuple[list[str], str, str]:
     """What the patterns find in `text` read in ASCII, that reading, and it redacted."""
     found: list[str] = []
     folded = text.translate(_WIDE_TO_ASCII)
+    if any(word in text for word in _WEAK_CONNECTORS):
+        ends = [match.end() - 1 for match in _WEAK_VALUE_END.finditer(text)]
+        if ends:
+            starts = [0, *(end + 1 for end in ends)]
+            folded = _CLAUSE_MARK.join([folded[start:end] for start, end in
+                                        zip(starts, [*ends, len(folded)], strict=True)])
     return found, folded, _redact(folded, found)
 
 

@@ -149,6 +149,22 @@ _PW_CJK = fake("cjk", 11) + "#7"
 _WIDE_TOKEN = "".join(chr(ord(c) + 0xFEE0) for c in fake("wide", 20))
 _ZH_TOKEN = fake("zhtoken", 32)
 _NETRC_PW = _HEROKU_UUID.replace("-", "")[::-1][:8] + "-" + fake("netrc", 27, HEX)
+# A Google Cloud service-account key, as `gcloud iam service-accounts keys create` writes it.
+_GCP_KEY_ID = fake("gcpkeyid", 40, HEX)
+_GCP_CLIENT_ID = "1" + fake("gcpclient", 20, DIGITS)
+_GCP_JSON = ('{{"type": "service_account", "project_id": "acme-prod", "private_key_id": "{v}", '
+             '"private_key": "' + _pem("PRIVATE KEY", "gcpsa", 1).replace("\n", "\\n") + '\\n", '
+             '"client_email": "ci@acme-prod.iam.gserviceaccount.com", "client_id": "'
+             + _GCP_CLIENT_ID + '", "token_uri": "https://oauth2.googleapis.com/token"}}')
+_GCP_JSON_PRETTY = ('{{\n  "type": "service_account",\n  "project_id": "acme-prod",\n'
+                    '  "private_key_id": "{v}",\n  "private_key": "'
+                    + _pem("PRIVATE KEY", "gcpsa2", 1).replace("\n", "\\n") + '\\n",\n'
+                    '  "client_email": "ci@acme-prod.iam.gserviceaccount.com",\n'
+                    '  "client_id": "' + _GCP_CLIENT_ID + '",\n'
+                    '  "token_uri": "https://oauth2.googleapis.com/token"\n}}')
+_VAULT_SECRET_ID = "-".join(fake(f"vaultsid{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
+_VAULT_ROLE_ID = "-".join(fake(f"vaultrid{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
+_SLASH_PW = "Wm5" + fake("slashpw", 7) + "!x"
 
 SECRETS: tuple[Secret, ...] = (
     # OpenAI
@@ -220,6 +236,14 @@ SECRETS: tuple[Secret, ...] = (
     _s("gcp-service-account", "google",
        '{{"type": "service_account", "private_key": "{v}", "client_email": "ci@acme.iam"}}',
        _PKCS8.replace("\n", "\\n"), needle=fake("pkcs80", 64, B64), keep=("client_email",)),
+    # Its `private_key_id` too.  (Kept before "pem-unterminated": `tests/cputime.py`'s
+    # ordinary text is this corpus repeated, and that entry's block runs to the next END.)
+    _s("gcp-service-account-key-id", "google", _GCP_JSON, _GCP_KEY_ID,
+       keep=('"private_key_id": "', '"client_email": "ci@acme-prod.iam.gserviceaccount.com"',
+             '"client_id": "' + _GCP_CLIENT_ID + '"',
+             '"token_uri": "https://oauth2.googleapis.com/token"')),
+    _s("gcp-service-account-key-id-pretty", "google", _GCP_JSON_PRETTY,
+       fake("gcpkeyid2", 40, HEX), keep=('  "client_id": "' + _GCP_CLIENT_ID + '",',)),
     # Azure
     _s("azure-storage", "azure",
        "DefaultEndpointsProtocol=https;AccountName=acmelogs;AccountKey={v};EndpointSuffix=core.windows.net",
@@ -479,6 +503,41 @@ SECRETS: tuple[Secret, ...] = (
        needle="-p 730519", keep=("mongosh -u root -p", "--quiet")),
     _s("cjk-still-password", "phrase", "测试环境的数据库密码还是 {v}", "letmein2024",
        keep=("测试环境的数据库密码还是",)),
+    # Full-width punctuation ends a 都是/还是/也是 value (the text is read in ASCII).
+    _s("zh-all-are-wide-comma", "cjk", "测试环境的账号密码都是 {v}，记得改", "qwerty88",
+       keep=("测试环境的账号密码都是 ", "，记得改")),
+    _s("zh-still-wide-semicolon", "cjk", "数据库密码还是 {v}；别外传", "dragon2024",
+       keep=("数据库密码还是 ", "；别外传")),
+    _s("zh-also-full-stop-wide", "cjk", "redis 密码也是 {v}。（测试环境）", "sunshine77",
+       keep=("redis 密码也是 ", "。（测试环境）")),
+    _s("zh-all-are-ideographic-comma-wide", "cjk", "账号和密码都是 {v}、别改（ＯＫ）", "monkey99x",
+       keep=("账号和密码都是 ", "、别改（ＯＫ）")),
+    # A key whose secret word has more words after it.
+    _s("yaml-private-key-id", "google",
+       "gcp:\n  project_id: acme-prod\n  private_key_id: {v}\n  client_email: ci@acme.iam",
+       fake("gcpkeyid3", 40, HEX), keep=("private_key_id: ", "client_email: ci@acme.iam")),
+    _s("camel-private-key-id", "google",
+       'const sa = {{ privateKeyId: "{v}", clientEmail: "ci@acme.iam" }};',
+       fake("gcpkeyid4", 40, HEX), keep=('clientEmail: "ci@acme.iam" };',)),
+    _s("vault-secret-id", "vendor",
+       'vault write auth/approle/login role_id="' + _VAULT_ROLE_ID + '" secret_id="{v}"',
+       _VAULT_SECRET_ID, keep=(_VAULT_ROLE_ID,)),
+    _s("rails-secret-key-base", "settings",
+       "production:\n  secret_key_base: {v}\n  adapter: postgresql", fake("rails", 128, HEX),
+       keep=("adapter: postgresql",)),
+    _s("json-client-secret-value", "config", '{{"client_secret_value": "{v}", "ttl": 3600}}',
+       "plum-orchid-42", keep=('"ttl": 3600',)),
+    # Credential pairs
+    _s("login-slash-pair", "phrase", "login admin/{v} for the staging db", "Qz8wVn3Lrk",
+       keep=("login admin/", "for the staging db")),
+    _s("credentials-same-word", "phrase", "default credentials {v} on the router", "admin/admin",
+       keep=("default credentials admin/", "on the router")),
+    _s("log-in-with-spaced-pair", "phrase", "log in with root / {v} to reach the bastion",
+       "hunter42", keep=("log in with root / ", "to reach the bastion")),
+    _s("user-comma-password", "phrase", "user: deploy, password {v} on the build box", "marmot77",
+       keep=("user: deploy, password ", "on the build box")),
+    _s("spaced-slash-pair", "phrase", "staging db is admin / {v} until Friday", _SLASH_PW,
+       keep=("staging db is admin / ", "until Friday")),
 )
 
 # ─── Benign sentences: scrubbing must leave them exactly as they are ──────
@@ -608,4 +667,27 @@ BENIGN: tuple[str, ...] = (
     "redis-cli -a `cat /run/secrets/redis`",
     "az login -u bot -p PASSWORD",
     "docker login -u bot -p YOUR_PASSWORD registry.acme.dev",
+    # Full-width punctuation after 都是/还是/也是: a scheme or a length, not a password.
+    "密码还是 SSO，不用单独记。",
+    "密码都是 bcrypt，加密存储。",
+    "密码也是 8 位以上，记得改。",
+    # Keys named after a secret whose value is a setting, not the secret.
+    '{"key_id_format": "uuid", "token_type": "Bearer", "api_key_header": "X-API-Key"}',
+    '{"type": "service_account", "token_uri": "https://oauth2.googleapis.com/token"}',
+    "access_token_url: https://auth.acme.dev/oauth2/token",
+    '"private_key_path": "/etc/ssl/private/server2.key"',
+    '"secret_name": "prod-db-creds-v2", "api_key_env": "OPENAI_API_KEY"',
+    '"secret_mount": "kv2/prod", "token_audience": "api-v2-prod"',
+    '"client_id": "109876543210987654321" is the public OAuth client id.',
+    '"key_id": "123e4567-e89b-12d3-a456-426614174000" names the signing key.',
+    "tokenizer_name: bert-base-uncased2",
+    # Slashes: paths, ratios and pairs of names, not a user and a password.
+    "Paths and ratios: src/main, read/write, 1/2, TCP/IP, input/output, CI/CD, client/server, "
+    "docs/api/v2.",
+    "Spaced: read / write, TCP / IP, client / server, input / output, 1 / 2, docs / api / v2.",
+    "Targets: linux / Windows11, macOS / Sonoma14, aws / S3Bucket.",
+    "The login page/form and the login/logout flow need tests.",
+    "Sign in with Google/GitHub or log in with SSO/SAML.",
+    "The user table password column is hashed.",
+    "user name and password fields are required",
 )

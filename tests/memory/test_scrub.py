@@ -395,6 +395,100 @@ def test_reviewed_defects_redact_exactly_the_secret(text: str, expected: str) ->
     assert scrub(result.text, "redact").text == expected
 
 
+KEY_ID = "3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"  # 40 hex digits: a service-account key id
+SA_JSON = ('{"type": "service_account", "project_id": "acme-prod", "private_key_id": "%s", '
+           '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n'
+           '-----END PRIVATE KEY-----\\n", "client_email": "ci@acme-prod.iam.gserviceaccount.com", '
+           '"client_id": "109876543210987654321", "token_uri": "https://oauth2.googleapis.com/token"}')
+
+
+@pytest.mark.parametrize("text, expected", [
+    # Full-width punctuation ends the value of 密码都是/还是/也是 (read in ASCII, it was a
+    # space, and "admin 记得改" did not end its clause), and the rest of the sentence stays
+    ("密码都是 admin，记得改", f"密码都是 {PW}，记得改"),
+    ("密码还是 admin，记得改", f"密码还是 {PW}，记得改"),
+    ("密码也是 admin；记得改", f"密码也是 {PW}；记得改"),
+    ("密码都是 admin。（旧）", f"密码都是 {PW}。（旧）"),
+    ("密码都是 admin、记得改（ＯＫ）", f"密码都是 {PW}、记得改（ＯＫ）"),
+    ("密码都是　ａｄｍｉｎ！别外传", f"密码都是　{PW}！别外传"),
+    ("密码都是：admin，记得改", f"密码都是：{PW}，记得改"),
+    # ... with 是/为 it already was the password; and without full-width forms
+    ("密码是 admin，记得改", f"密码是 {PW}，记得改"),
+    ("密码为：hunter2，别外传", f"密码为：{PW}，别外传"),
+    ("口令是 Tr0ub4dor3；", f"口令是 {PW}；"),
+    ("密码是 admin、记得改", f"密码是 {PW}、记得改"),
+    ("密码是 admin。记得改", f"密码是 {PW}。记得改"),
+    ("密码都是 admin、记得改", f"密码都是 {PW}、记得改"),
+    ("密码都是 admin。", f"密码都是 {PW}。"),
+    # between two redactions of a line the ASCII reading is kept, the mark a space again
+    ("密码都是 admin，ｔｏｋｅｎ＝aB3dE5gH7jK9mN1pQ，好",
+     f"密码都是 {PW} token={marker('token')}，好"),
+    # a command after the punctuation is still a command
+    ("密码都是 x，mongosh -u admin -p hunter2", f"密码都是 x，mongosh -u admin -p {PW}"),
+    # a scheme, a length or a description is not a password
+    ("密码还是 SSO，不用单独记。", "密码还是 SSO，不用单独记。"),
+    ("密码都是 bcrypt，加密存储。", "密码都是 bcrypt，加密存储。"),
+    ("密码也是 8 位以上，记得改。", "密码也是 8 位以上，记得改。"),
+    ("密码都是 bcrypt 加密存储的", "密码都是 bcrypt 加密存储的"),
+    # A key whose secret word has more words after it: a Google Cloud service-account key
+    (f'"private_key_id": "{KEY_ID}"', '"private_key_id": "<redacted-key>"'),
+    (SA_JSON % KEY_ID,
+     '{"type": "service_account", "project_id": "acme-prod", "private_key_id": "<redacted-key>", '
+     '"private_key": "<redacted-private-key>\\n", '
+     '"client_email": "ci@acme-prod.iam.gserviceaccount.com", '
+     '"client_id": "109876543210987654321", "token_uri": "https://oauth2.googleapis.com/token"}'),
+    (f"  private_key_id: {KEY_ID}", "  private_key_id: <redacted-key>"),
+    (f'{{privateKeyId: "{KEY_ID}"}}', '{privateKeyId: "<redacted-key>"}'),
+    ('secret_id="8d3f2a71-5c4e-4b9a-a1f0-2e7c9b6d4f13"', 'secret_id="<redacted-secret>"'),
+    ('"client_secret_value": "hunter2"', '"client_secret_value": "<redacted-secret>"'),
+    # ... a key that ends with its secret word was already redacted
+    ('"client_secret": "hunter2"', '"client_secret": "<redacted-secret>"'),
+    ('"api_key": "hunter2"', '"api_key": "<redacted-api-key>"'),
+    ('"secret_key": "hunter2"', '"secret_key": "<redacted-secret>"'),
+    ('"access_token": "hunter2"', '"access_token": "<redacted-token>"'),
+    ('"refresh_token": "hunter2"', '"refresh_token": "<redacted-token>"'),
+    # ... a setting about the secret, a short value, `key` alone: not a secret
+    ('"key_id_format": "uuid"', '"key_id_format": "uuid"'),
+    ('"token_type": "Bearer"', '"token_type": "Bearer"'),
+    ('"api_key_header": "X-API-Key"', '"api_key_header": "X-API-Key"'),
+    ('"access_token_url": "https://oauth2.googleapis.com/token"',
+     '"access_token_url": "https://oauth2.googleapis.com/token"'),
+    ('"private_key_path": "/etc/ssl/private/server2.key"',
+     '"private_key_path": "/etc/ssl/private/server2.key"'),
+    ('"private_key_id": "abc123"', '"private_key_id": "abc123"'),
+    (f'"key_id": "{KEY_ID}"', f'"key_id": "{KEY_ID}"'),
+    ('"token_audience": "api-v2-prod"', '"token_audience": "api-v2-prod"'),
+    # Credential pairs: a login or password word, or a value that can only be a password
+    ("admin / Tr0ub4dor3", f"admin / {PW}"),
+    ("user: admin, password Tr0ub4dor3", f"user: admin, password {PW}"),
+    ("user: admin, password hunter2", f"user: admin, password {PW}"),
+    ("login admin/Tr0ub4dor3 for the staging db", f"login admin/{PW} for the staging db"),
+    ("log in with root / hunter2", f"log in with root / {PW}"),
+    ("default credentials admin/admin", f"default credentials admin/{PW}"),
+    ("user/pass deploy/hunter2", f"user/pass deploy/{PW}"),
+    # ... paths, ratios, pairs of names and plain words are not
+    *((path, path) for path in ("src/main", "read/write", "1/2", "TCP/IP", "input/output",
+                                "CI/CD", "client/server", "docs/api/v2", "read / write",
+                                "TCP / IP", "1 / 2", "docs / api / v2")),
+    ("linux / Windows11", "linux / Windows11"),
+    ("aws / S3Bucket", "aws / S3Bucket"),
+    ("the login page/form", "the login page/form"),
+    ("sign in with Google/GitHub", "sign in with Google/GitHub"),
+    ("user table password column", "user table password column"),
+    # ... and left: no login word and no spaces (`lib/Utf8Decoder` is a path), a plain
+    # word after a login word (`login page/form`), a capitalised word and a number
+    # without one (`Windows11`)
+    ("admin/Tr0ub4dor3", "admin/Tr0ub4dor3"),
+    ("login admin/secret", "login admin/secret"),
+    ("admin / Summer2024", "admin / Summer2024"),
+])
+def test_reported_misses_redact_exactly_the_secret(text: str, expected: str) -> None:
+    result = scrub(text, "redact")
+    assert result.text == expected
+    assert bool(result.findings) == (expected != text)
+    assert scrub(result.text, "redact").text == expected
+
+
 def test_warn_reports_but_keeps_and_off_does_nothing() -> None:
     token = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
     warned = scrub(f"key {token}", "warn")
