@@ -148,8 +148,16 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
     # the source is a free label (`--source`): it goes to disk beside the text
     source = scrub(clean_invisible(source), scrub_policy).text if source else source
     consolidated = protect_before_write(target, base)
+    # Upstream's exact-text dedup gives an existing row the new write's source: a
+    # standing memory remembered again as a plain one would stop being standing.
+    from .standing import SOURCE as STANDING_SOURCE
+
+    standing = (_standing_with(target, scrubbed.text, base)
+                if source not in (STANDING_SOURCE, banks.TALK_SOURCE) else None)
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)
+    if standing is not None and memory_id == standing:
+        _keep_standing(target, memory_id, base)
     vectors = 0
     if memory_id is not None and embed is not None:
         from ..embed import EmbedError
@@ -164,6 +172,33 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
                        consolidated_first=consolidated,
                        secrets=sorted(set(scrubbed.findings)), scrub_policy=scrub_policy,
                        embedded=bool(vectors))
+
+
+def _standing_with(target: Target, text: str, base: Path | None) -> str | None:
+    """The id of the standing memory of `target`'s namespace whose text is `text`."""
+    from .standing import SOURCE as STANDING_SOURCE
+
+    conn = banks.connect_readonly(target.db_path(base))
+    if conn is None:
+        return None
+    try:
+        found = banks.rows(conn, "SELECT id FROM working_memory WHERE session_id = ? AND "
+                                 "source = ? AND content = ?",
+                           (target.namespace, STANDING_SOURCE, text))
+        return str(found[0][0]) if found else None
+    finally:
+        conn.close()
+
+
+def _keep_standing(target: Target, memory_id: str, base: Path | None) -> None:
+    from . import driver
+    from .standing import SOURCE as STANDING_SOURCE
+
+    memory = driver.instance(target, base)
+    with banks.translate_sqlite_errors(target.db_path(base)):
+        memory.conn.execute("UPDATE working_memory SET source = ? WHERE id = ? AND "
+                            "session_id = ?", (STANDING_SOURCE, memory_id, target.namespace))
+        memory.conn.commit()
 
 
 def _owned_ids(db_path: Path, namespace: str, ids: list[str], *,

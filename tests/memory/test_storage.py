@@ -413,3 +413,19 @@ def test_stats_and_due_counts_are_per_namespace(make_repo, data_dir):
     assert banks.namespace_stats(a.bank, ["nobody"])["nobody"].working == 0
     assert banks.namespace_stats("ws-" + "0" * 48, ["x"])["x"].working == 0
     assert set(banks.bank_names()) == set(db_files(data_dir))
+
+
+def test_a_standing_memory_remembered_again_as_a_plain_one_stays_standing(make_repo):
+    """Upstream's exact-text dedup gives the existing row the new write's source."""
+    from dsh_mnemo.memory import standing
+
+    configure()
+    repo = bind_repo(make_repo("alpha"))
+    ctx = ctx_for(repo.path)
+    target = standing.standing_target(ctx, "workspace")
+    rule = "Always ask before running a destructive command."
+    first = storage.remember_at(target, rule, source=standing.SOURCE)
+    standing.mark_standing(target, first.id)
+    again = storage.remember(ctx, rule)
+    assert again.id == first.id
+    assert [s.id for s in standing.list_standing(ctx)] == [first.id]
