@@ -32,7 +32,8 @@ EXIT_CODE_DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.REFUSED: "refused: not found, another workspace's row, or a forbidden path",
     ExitCode.FILTERED: "the memory was rejected by the write filter",
     ExitCode.BUSY: "a lock or the database stayed busy too long",
-    ExitCode.PENDING: "work pending (migrate --check) or action needed (doctor)",
+    ExitCode.PENDING: "work pending (migrate --check) or action needed (doctor, hooks status, "
+                      "hooks test)",
     ExitCode.DATA: "corrupt or unreadable data on disk",
 }
 
@@ -76,3 +77,8 @@ class BusyError(MnemoError):
 
 class DataError(MnemoError):
     exit_code = ExitCode.DATA
+
+
+def usage_error(message: str, hint: str | None = None) -> MnemoError:
+    """A bad command line that only the command can see: exit 2, like Click's own."""
+    return MnemoError(message, hint=hint, exit_code=ExitCode.USAGE)

@@ -22,9 +22,11 @@ from . import (
     standing,
     workspace,
 )
+from .common import Group
 
 app = typer.Typer(
     name="mnemo",
+    cls=Group,
     help="Workspace-scoped long-term memory for coding agents, on Mnemosyne.",
     no_args_is_help=True,
     add_completion=False,

@@ -8,7 +8,20 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ExitCode
-from .common import JsonOpt, err, escape, lazy, out, render, reports, settings, table, view
+from .common import (
+    JsonOpt,
+    err,
+    escape,
+    fail,
+    lazy,
+    out,
+    render,
+    reports,
+    settings,
+    table,
+    usage_error,
+    view,
+)
 
 core = lazy("dsh_mnemo.commands.backups")
 
@@ -28,9 +41,9 @@ def main(ctx: typer.Context, json: JsonOpt = False) -> None:
     if ctx.invoked_subcommand is None:
         list_cmd(json=json)
     elif json:
-        err.print(f"[bold red]mnemo:[/] put the options after the subcommand: "
-                  f"mnemo backups {ctx.invoked_subcommand} [OPTIONS]")
-        raise typer.Exit(int(ExitCode.USAGE))
+        command = f"mnemo backups {ctx.invoked_subcommand}"
+        raise fail(usage_error(f"put the options after the subcommand: {command} [OPTIONS]",
+                               f"`{command} --help` shows them."), as_json=json)
 
 
 @app.command("list")

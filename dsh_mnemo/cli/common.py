@@ -13,6 +13,12 @@ rest, the same way for every command:
   stderr, and the process exits with the error's code; a report exits with
   the code the core put in it.
 
+A bad command line (an unknown option, a value that is not one of an
+option's choices or out of its range, a missing argument) takes the same
+path: `Group`, the root command, reports Click's usage errors as a
+`MnemoError` of exit code 2, and the commands raise one for what only they
+can check (an empty text, options that exclude each other).
+
 So no command can forget to print its errors as JSON, or decide an exit
 code of its own.
 """
@@ -23,16 +29,20 @@ import functools
 import importlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 
+# Typer's own (vendored) Click raises these; pyproject pins Typer to 0.26.
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
+
 from .. import paths
 from ..config import Settings, apply_environment, load_settings
-from ..errors import MnemoError
+from ..errors import MnemoError, usage_error
 from ..report import Progress, Report, error_document, json_document
 
 out = Console(highlight=False, soft_wrap=True)
@@ -59,6 +69,16 @@ class _LazyModule:
 
 def lazy(name: str) -> Any:
     return _LazyModule(name)
+
+
+def choice(values: Sequence[str]) -> Any:
+    """The type of a value that must be one of `values` (a registry's names).
+
+    Typer makes it a choice: a value outside it is a usage error (exit 2),
+    and the generated completions offer the values.
+    """
+    return Literal[tuple(values)]
+
 
 
 def settings() -> Settings:
@@ -113,6 +133,50 @@ def fail(exc: MnemoError, *, as_json: bool) -> typer.Exit:
     if exc.hint:
         err.print(f"  {escape(exc.hint)}")
     return typer.Exit(int(exc.exit_code))
+
+
+_JSON_ASKED = "mnemo.json"  # ctx.meta: --json is on the command line
+
+
+class Group(TyperGroup):
+    """The root command: a bad command line is reported as every other error is.
+
+    Click would print its usage and a box; here it is `mnemo: <what is wrong>`
+    and a hint on stderr, with `--json` the `error` document on stdout, and
+    exit 2, whichever option or argument was wrong and whichever subcommand.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: Any = None, **extra: Any) -> Any:
+        as_json = "--json" in args  # read before parsing, which consumes `args`
+        try:
+            context = super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as exc:
+            raise _usage(exc, as_json=as_json) from None
+        context.meta[_JSON_ASKED] = as_json
+        return context
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:  # the subcommand's own command line
+            raise _usage(exc, as_json=json_asked(ctx)) from None
+
+
+def json_asked(ctx: typer.Context) -> bool:
+    """Whether `--json` is on the command line, for a group's callback (whose own
+    `--json` is not the subcommand's)."""
+    return bool(ctx.meta.get(_JSON_ASKED))
+
+
+def _usage(exc: UsageError, *, as_json: bool) -> typer.Exit:
+    if isinstance(exc, NoArgsIsHelpError):  # a bare `mnemo hooks`: its help, as Click shows it
+        raise exc
+    message = " ".join(exc.format_message().split())
+    message = message[:1].lower() + message[1:]
+    command = exc.ctx.command_path if exc.ctx is not None else "mnemo"
+    return fail(usage_error(message, f"`{command} --help` shows how to use it."),
+                as_json=as_json)
 
 
 def reports(function: Callable[..., Report | None]) -> Callable[..., None]:

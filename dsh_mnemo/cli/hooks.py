@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from ..harnesses.registry import EVENTS, NAMES
-from .common import JsonOpt, escape, lazy, out, reports, settings, view
+from .common import JsonOpt, choice, escape, lazy, out, reports, settings, view
 
 core = lazy("dsh_mnemo.commands.hooks")
 
-HarnessOpt = Annotated[str, typer.Option(
+HarnessOpt = Annotated[choice(NAMES), typer.Option(
     "--harness", help=f"The harness: {', '.join(NAMES)}.", show_default=False)]
 ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", help="Use the project-level config of this directory instead of the "
@@ -108,6 +108,9 @@ def _uninstalled(result: Any) -> None:
         if result.removed_file:
             out.print("  mnemo had created that file and nothing else was in it: removed it")
         out.print(f"  backup of the previous file: {escape(result.backup_path or '')}")
+        if result.untrusted:
+            out.print(f"  removed the {len(result.untrusted)} records of Codex's config.toml "
+                      "that trusted them")
     elif result.config_path:
         out.print(f"No mnemo hooks for {result.harness} in {escape(result.config_path)}; "
                   "nothing changed.")
@@ -121,7 +124,13 @@ def _uninstalled(result: Any) -> None:
 @hooks_app.command("status")
 @reports
 def status(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = False):
-    """Is mnemo installed in the harness's config, and does it reach a working mnemo?"""
+    """Is mnemo installed in the harness's config, and does it reach a working mnemo?
+
+    Exits 8 when mnemo's hooks are there but the harness would not run them, or they
+    would not reach a working mnemo (Codex has not trusted them, Gemini CLI does not
+    trust this folder, an event's entry, the wrapper or mnemo is missing), as `hooks
+    test` does; 0 when they work, and when they are not installed at all.
+    """
     settings()
     return core.status(harness, project)
 
@@ -129,10 +138,13 @@ def status(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = Fals
 @view("hooks-status")
 def _status(report: Any) -> None:
     state = ("[bold green]installed[/]" if report.ok else
-             "[bold yellow]installed, with problems[/]" if report.installed else
+             "[bold yellow]installed, with problems[/]" if report.installed
+             or report.commands else
              "[bold yellow]not installed[/]")
     if report.installed and report.trusted is False:
         state = "[bold yellow]installed, but not trusted: it will not run[/]"
+    elif report.ok and report.folder_trust is not None and not report.folder_trust["trusted"]:
+        state = "[bold yellow]installed, but this folder is not trusted: it will not run here[/]"
     out.print(f"{report.harness}: {state}")
     moved = f" ({report.config_dir_env})" if report.config_dir_env else ""
     out.print(f"  config   {escape(report.config_path or '-')}{escape(moved)}")

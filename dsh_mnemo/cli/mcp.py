@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from ..mcp import CLIENT_NAMES as NAMES
-from .common import JsonOpt, escape, lazy, out, reports, settings, view
+from .common import JsonOpt, choice, escape, lazy, out, reports, settings, view
 
 core = lazy("dsh_mnemo.commands.mcp")
 
-ClientOpt = Annotated[str, typer.Option(
+ClientOpt = Annotated[choice(NAMES), typer.Option(
     "--client", help=f"The MCP client: {', '.join(NAMES)}.", show_default=False)]
 
 mcp_app = typer.Typer(
@@ -93,6 +93,8 @@ def _uninstalled(result: Any) -> None:
     if result.action == "removed":
         out.print(f"Removed mnemo's MCP server for {result.client} from "
                   f"{escape(result.config_path)}")
+        if result.removed_file:
+            out.print("  mnemo had created that file and nothing else was in it: removed it")
         out.print(f"  backup of the previous file: {escape(result.backup_path or '')}")
     else:
         out.print(f"No mnemo MCP server for {result.client} in {escape(result.config_path)}; "

@@ -9,7 +9,19 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import RefusedError
-from .common import JsonOpt, err, escape, lazy, out, progress_bar, reports, settings, table, view
+from .common import (
+    JsonOpt,
+    err,
+    escape,
+    lazy,
+    out,
+    progress_bar,
+    reports,
+    settings,
+    table,
+    usage_error,
+    view,
+)
 
 core = lazy("dsh_mnemo.commands.memory")
 
@@ -36,14 +48,21 @@ def register(app: typer.Typer) -> None:
 
 def _read_text(text: str) -> str:
     if text != "-":
+        if not text.strip():
+            raise usage_error("nothing to remember: the text is empty",
+                              hint="Give the memory as the argument, or `-` to read it "
+                                   "from stdin.")
         return text
     data = sys.stdin.buffer.read(1_000_001)
     if len(data) > 1_000_000:
         raise RefusedError("stdin holds more than 1 MB; nothing was written")
     try:
-        return data.decode("utf-8")
+        decoded = data.decode("utf-8")
     except UnicodeDecodeError:
         raise RefusedError("stdin is not valid UTF-8; nothing was written") from None
+    # `echo … | mnemo remember -` ends with a line break the text does not have:
+    # stored with it, it would be a second memory of the same text.
+    return decoded.rstrip("\r\n")
 
 
 @reports
@@ -64,6 +83,9 @@ def remember(
     json: JsonOpt = False,
 ):
     """Store one memory in this workspace (or session, or global) memory."""
+    if standing and scope is Scope.session:
+        raise usage_error("a standing memory is for a workspace or global, not a session",
+                          hint="Use --scope workspace (the default) or --scope global.")
     return core.remember(settings(), _read_text(text), scope=scope.value, session_id=session,
                          source=source, importance=importance, standing=standing)
 
@@ -72,8 +94,12 @@ def remember(
 def _remembered(result: Any) -> None:
     where = {"global": "global memory", "session": "this session",
              "workspace": "this workspace"}[result.level]
-    what = "Standing memory" if result.standing else "Remembered"
-    out.print(f"{what} in {where}: [bold]{result.id}[/]")
+    if result.standing:
+        again = " (it was already remembered)" if result.existed else ""
+        out.print(f"Standing memory in {where}{again}: [bold]{result.id}[/]")
+    else:
+        what = "Already remembered" if result.existed else "Remembered"
+        out.print(f"{what} in {where}: [bold]{result.id}[/]")
 
 
 @reports
@@ -85,6 +111,8 @@ def recall(
     json: JsonOpt = False,
 ):
     """Search this workspace's memory (and global memory)."""
+    if not query.strip():
+        raise usage_error("the query is empty", hint="Give a few words to look for.")
     return core.recall(settings(), query, top_k=top_k, session_id=session)
 
 
@@ -191,4 +219,4 @@ def _reindexed(report: Any) -> None:
     out.print(grid)
     out.print(f"{report.embedded} memories embedded with {escape(str(report.model_id))}.")
     if report.scale:
-        out.print(f"The prefetch gate's scale for this model: {escape(report.scale)}.")
+        out.print(f"Relevance scale: {escape(report.scale)}.")

@@ -8,11 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import ExitCode
+from ..errors import ExitCode, RefusedError
 from .common import (
     JsonOpt,
     err,
     escape,
+    fail,
+    json_asked,
     lazy,
     out,
     progress_bar,
@@ -20,6 +22,7 @@ from .common import (
     reports,
     settings,
     table,
+    usage_error,
     view,
 )
 
@@ -50,8 +53,14 @@ def register(root: typer.Typer) -> None:
 
 def _selection(sessions: list[str] | None, legacy: bool, to_global: bool,
                to: Path | None) -> Any:
-    return migration.Selection(sessions=list(sessions or []), legacy_dsh=legacy,
-                               default_to_global=to_global, to=to)
+    selection = migration.Selection(sessions=list(sessions or []), legacy_dsh=legacy,
+                                    default_to_global=to_global, to=to)
+    try:
+        selection.check()  # the selectors alone: what it refuses is this command line
+    except RefusedError as exc:
+        raise usage_error(exc.message, exc.hint or "`mnemo migrate --help` shows the "
+                                                   "selectors.") from None
+    return selection
 
 
 @app.callback()
@@ -64,9 +73,10 @@ def main(ctx: typer.Context, session: SessionOpt = None, legacy_dsh: LegacyOpt =
              to=to, check=check, json=json)
     elif session or legacy_dsh or default_to_global or to or check or json:
         # Silently dropping a selector here would run a different class.
-        err.print(f"[bold red]mnemo:[/] put the options after the subcommand: "
-                  f"mnemo migrate {ctx.invoked_subcommand} [OPTIONS]")
-        raise typer.Exit(int(ExitCode.USAGE))
+        command = f"mnemo migrate {ctx.invoked_subcommand}"
+        raise fail(usage_error(f"put the options after the subcommand: {command} [OPTIONS]",
+                               f"`{command} --help` shows them."),
+                   as_json=json or json_asked(ctx))
 
 
 @app.command("plan")

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import JsonOpt, escape, fail, lazy, out, reports, settings, view
+from .common import JsonOpt, escape, lazy, out, reports, settings, usage_error, view
 
 core = lazy("dsh_mnemo.commands.serve")
 
@@ -32,10 +32,9 @@ def serve(foreground: Annotated[bool, typer.Option(
     server.idle_seconds without a hook.
     """
     if foreground and stop:
-        from ..errors import ExitCode, MnemoError
-
-        raise fail(MnemoError("--foreground and --stop exclude each other",
-                              exit_code=ExitCode.USAGE), as_json=json)
+        raise usage_error("--foreground and --stop exclude each other",
+                          hint="`mnemo serve --stop` stops the server; `mnemo serve "
+                               "--foreground` runs one in this process.")
     if stop:
         return core.stop()
     loaded = settings()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +19,12 @@ candidates_app = typer.Typer(
     name="candidates", no_args_is_help=False, invoke_without_command=True,
     help="Standing statements found in captured turns (capture.standing: suggest), to "
          "accept or reject.")
+
+
+class StandingScope(str, Enum):
+    workspace = "workspace"
+    global_ = "global"
+
 
 IdArg = Annotated[str, typer.Argument(
     metavar="ID", show_default=False,
@@ -100,12 +107,12 @@ def _candidates(report: Any) -> None:
 @candidates_app.command("accept")
 @reports
 def accept(candidate_id: IdArg,
-           scope: Annotated[str, typer.Option(
+           scope: Annotated[StandingScope, typer.Option(
                "--scope", help="workspace (the default) or global (every project).")]
-           = "workspace",
+           = StandingScope.workspace,
            json: JsonOpt = False):
     """Make a candidate a standing memory."""
-    return core.accept(settings(), candidate_id, scope=scope)
+    return core.accept(settings(), candidate_id, scope=scope.value)
 
 
 @candidates_app.command("reject")

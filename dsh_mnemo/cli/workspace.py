@@ -94,33 +94,53 @@ def _workspaces(report: Any) -> None:
     if not report.workspaces and not report.orphans and not report.suggestions:
         out.print("No workspaces yet. Run `mnemo bind` in a project.")
         return
+    sections = 0
+
+    def section() -> None:  # a blank line between sections, none before the first
+        nonlocal sections
+        if sections:
+            out.print()
+        sections += 1
+
     if report.workspaces:
+        section()
         grid = table("name", "state", "path", "namespace")
         for row in report.workspaces:
             grid.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
                          row.namespace[:30] + "…")
         out.print(grid)
     if report.orphans:
-        out.print("\n[bold]Orphans[/]: namespaces with rows but no workspace "
+        section()
+        out.print("[bold]Orphans[/]: namespaces with rows but no workspace "
                   "(recover with `mnemo adopt NAMESPACE PATH`)")
         for orphan in report.orphans:
             # One line per namespace: it is what the user copies into `adopt`.
             out.print(f"  {orphan.namespace}")
             seen = f", last seen at {escape(orphan.last_seen_path)}" \
                 if orphan.last_seen_path else ""
-            out.print(f"    {escape(orphan.where)}: {orphan.rows} memories, "
+            out.print(f"    {escape(_where(orphan.where))}: {orphan.rows} memories, "
                       f"{orphan.first or '-'} .. {orphan.last or '-'}{seen}")
     if report.pending:
+        section()
         rows = sum(p.rows for p in report.pending)
-        out.print(f"\n{rows} memories of {len(report.pending)} workspace(s) still sit in the "
+        out.print(f"{rows} memories of {len(report.pending)} workspace(s) still sit in the "
                   "default database; `mnemo migrate` shows them, `mnemo migrate run` moves "
                   "them.")
     for item in report.suggestions:
-        out.print(f"\n[bold yellow]Candidate[/] for this directory ({item['kind']} "
+        section()
+        out.print(f"[bold yellow]Candidate[/] for this directory ({item['kind']} "
                   f"{escape(str(item.get('display_name') or item['namespace']))}, last seen at "
                   f"{escape(str(item.get('last_seen_path') or '-'))}, {item['rows']} memories); "
                   "never merged automatically. If it is this project:\n  "
                   f"{escape(str(item['command']))}")
+
+
+def _where(where: str) -> str:
+    """An orphan's `where` for people: `default` is the default database, not the
+    legacy namespace of that name; `bank:<name>` is a bank of its own."""
+    if where == "default":
+        return "default database (mnemosyne.db)"
+    return f"bank {where.removeprefix('bank:')}"
 
 
 @reports

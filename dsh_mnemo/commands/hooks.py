@@ -27,16 +27,21 @@ def uninstall(harness: str, project: Path | None = None) -> Report:
 
 
 def status(harness: str, project: Path | None = None) -> Report:
+    """Exits 8 (action needed, as `hooks test`) when mnemo's hooks are there but will
+    not run or not work: untrusted, in an untrusted folder, incomplete or broken."""
     result = installer.harness_status(harness, project)
     report = Report("hooks-status", result)
     for problem in result.problems:
         report.warn(problem)
     folder = result.folder_trust
-    if folder is not None and not folder["trusted"]:
+    blocked = folder is not None and not folder["trusted"]
+    if blocked:
         from ..harnesses.gemini import trust_fix
 
         report.warn(f"Gemini CLI runs no hooks at all in {folder['path']} "
                     f"({folder['detail']}): {trust_fix(folder['path'])}")
+    if (result.installed or result.commands) and (not result.ok or blocked):
+        report.exit_code = ExitCode.PENDING
     return report
 
 

@@ -5,23 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import RefusedError
 from ..importers.formats import EXPORT_SOURCES, HARNESS_SOURCES
 from ..importers.run import run_import
 from ..report import Progress, Report
+from .common import usage_error
 
 
 def import_conversations(settings: Settings, sources: list[str] | None = None, *,
                          write: bool = False, source_path: Path | None = None,
                          into: str | None = None,
                          progress: Progress | None = None) -> Report:
-    if source_path is not None and not sources:
-        raise RefusedError("--from reads one source: name it",
-                           hint="For example `mnemo import codex --from DIR`.")
     chosen = list(dict.fromkeys(sources or HARNESS_SOURCES))
-    if source_path is not None and len(chosen) > 1:
-        raise RefusedError("--from reads one source, not several",
-                           hint="Import each source on its own.")
+    _check_command_line(bool(sources), chosen, source_path, into)
     exports = [s for s in chosen if s in EXPORT_SOURCES]
     result = run_import(settings, chosen, dry_run=not write,
                         root=None if exports else source_path,
@@ -41,3 +36,30 @@ def import_conversations(settings: Settings, sources: list[str] | None = None, *
         else:
             report.note("Dry run: nothing new to import.")
     return report
+
+
+def _check_command_line(named: bool, chosen: list[str], source_path: Path | None,
+                        into: str | None) -> None:
+    """Sources and options that cannot go together: a bad command line (exit 2)."""
+    if source_path is not None and not named:
+        raise usage_error("--from reads one source: name it",
+                          hint="For example `mnemo import codex --from DIR`.")
+    if source_path is not None and len(chosen) > 1:
+        raise usage_error("--from reads one source, not several",
+                          hint="Import each source on its own.")
+    exports = [s for s in chosen if s in EXPORT_SOURCES]
+    if exports and len(exports) < len(chosen):
+        raise usage_error("import a chat export on its own, not with harness transcripts",
+                          hint="Import each source on its own.")
+    if exports and source_path is None:
+        raise usage_error("a chat export needs its file",
+                          hint="Pass the export's conversations.json (or its folder or "
+                               ".zip) with --from.")
+    if exports and not into:
+        raise usage_error("a chat export records no project: say where it goes",
+                          hint="Add --into PATH (a directory in a bound workspace) or "
+                               "--into global.")
+    if into and not exports:
+        raise usage_error("harness transcripts go to the workspace of each session's own "
+                          "directory; --into is only for chat exports",
+                          hint="Leave out --into.")

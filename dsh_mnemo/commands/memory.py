@@ -12,10 +12,11 @@ from .. import paths
 from ..config import Settings
 from ..errors import ExitCode, FilteredError, MnemoError
 from ..memory import banks, consolidate, semantic, store
-from ..memory.targets import GLOBAL_TARGET, read_target
+from ..memory.targets import GLOBAL_TARGET, read_target, write_target
 from ..record import field, record
 from ..report import Progress, Report
 from ..workspace.context import MemoryContext, resolve_memory_context
+from .common import given_id, ids_holding, remembered, short_ids_explained
 
 
 def _context(settings: Settings, cwd: Path | None, session_id: str | None,
@@ -35,6 +36,7 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
         from ..memory import standing as standing_memory
 
         target = standing_memory.standing_target(ctx, scope)
+        known = ids_holding(target, text, policy)
         result = store.remember_at(
             target, text, source=standing_memory.SOURCE,
             importance=standing_memory.DEFAULT_IMPORTANCE if importance is None else importance,
@@ -43,6 +45,7 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
             standing_memory.mark_standing(target, result.id)
             result.standing = True
     else:
+        known = ids_holding(write_target(ctx, scope), text, policy)
         result = store.remember(ctx, text, level=scope, source=source,
                                 importance=0.5 if importance is None else importance,
                                 scrub_policy=policy, embed=embed)
@@ -58,7 +61,7 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "
             "nothing was stored",
             hint="Rephrase it, or set write_filter to warn or off with `mnemo config set`.")
-    report = Report("remember", result)
+    report = Report("remember", remembered(result, known))
     if standing and result.id is not None:
         from .standing import at_session_start, over_budget
 
@@ -90,9 +93,15 @@ def recall(settings: Settings, query: str, *, top_k: int = 5, session_id: str | 
                                          level=ctx.mode, results=results))
 
 
+FORGET_HINT = "`mnemo recall` shows the ids you can forget here."
+
+
 def forget(settings: Settings, memory_id: str, *, session_id: str | None = None,
            cwd: Path | None = None) -> Report:
-    return Report("forget", store.forget(_context(settings, cwd, session_id), memory_id))
+    memory_id = given_id(memory_id, "memory", FORGET_HINT)
+    ctx = _context(settings, cwd, session_id)
+    with short_ids_explained(memory_id, FORGET_HINT):
+        return Report("forget", store.forget(ctx, memory_id))
 
 
 @record

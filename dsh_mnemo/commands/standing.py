@@ -12,6 +12,7 @@ from ..memory.targets import write_target
 from ..record import field, record
 from ..report import Report
 from ..workspace.context import MemoryContext, resolve_memory_context
+from .common import given_id, ids_holding, remembered, short_ids_explained
 
 
 def _context(settings: Settings, cwd: Path | None) -> MemoryContext:
@@ -63,11 +64,18 @@ def over_budget(left_out: int, total: int, budget: int) -> str:
             "that matter most with a higher --importance.")
 
 
+def _resolve(given: str, ids: list[str], what: str, where: str, hint: str) -> str:
+    """`store.resolve_id`, with an empty or too short id a bad command line."""
+    given = given_id(given, what, hint)
+    with short_ids_explained(given, hint):
+        return store.resolve_id(given, ids, what, where, hint)
+
+
 def remove(settings: Settings, memory_id: str, *, cwd: Path | None = None) -> Report:
     ctx = _context(settings, cwd)
-    memory_id = store.resolve_id(memory_id, [s.id for s in standing_memory.list_standing(ctx)],
-                                 "standing memory", "here (workspace or global)",
-                                 "`mnemo standing list` shows their ids.")
+    memory_id = _resolve(memory_id, [s.id for s in standing_memory.list_standing(ctx)],
+                         "standing memory", "here (workspace or global)",
+                         "`mnemo standing list` shows their ids.")
     return Report("forget", store.forget(ctx, memory_id))
 
 
@@ -89,8 +97,8 @@ def _pending(settings: Settings, candidate_id: str, cwd: Path | None
              ) -> tuple[object, standing_memory.Candidate]:
     target = write_target(_context(settings, cwd), "workspace")
     known = standing_memory.candidates(target, status=None)
-    chosen = store.resolve_id(candidate_id, [c.id for c in known], "candidate",
-                              "in this workspace", "`mnemo candidates list` shows them.")
+    chosen = _resolve(candidate_id, [c.id for c in known], "candidate", "in this workspace",
+                      "`mnemo candidates list` shows them.")
     found = next(c for c in known if c.id == chosen)
     if found.status != "pending":
         raise RefusedError(f"candidate {found.id} was {found.status} already")
@@ -103,16 +111,17 @@ def accept(settings: Settings, candidate_id: str, *, scope: str = "workspace",
     target, found = _pending(settings, candidate_id, cwd)
     ctx = _context(settings, cwd)
     standing_target = standing_memory.standing_target(ctx, scope)
+    policy = settings["scrub.policy"]
+    known = ids_holding(standing_target, found.text, policy)
     result = store.remember_at(standing_target, found.text, source=standing_memory.SOURCE,
                                importance=standing_memory.DEFAULT_IMPORTANCE,
-                               scrub_policy=settings["scrub.policy"],
-                               embed=semantic.embedder(settings))
+                               scrub_policy=policy, embed=semantic.embedder(settings))
     if result.id is None:
         raise RefusedError("Mnemosyne's write filter rejected the candidate; it stays pending")
     standing_memory.mark_standing(standing_target, result.id)
     standing_memory.decide(target, found.id, "accepted", result.id)
     result.standing = True
-    return Report("remember", result)
+    return Report("remember", remembered(result, known))
 
 
 def reject(settings: Settings, candidate_id: str, *, cwd: Path | None = None) -> Report:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Settings
+from ..errors import RefusedError
 from ..memory.banks import MEMORY_TABLES
 from ..report import Progress, Report
 from ..workspace import adopt as adopting
-from ..workspace import binding, listing
+from ..workspace import binding, identity, listing
 from ..workspace.index import Index
 from ..workspace.orphans import workspace_rows
+from .common import usage_error
 
 
 def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
@@ -21,6 +23,10 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
     `mnemo migrate revert`); with `move=False` the rows stay and the result
     says how to move them later.
     """
+    if not identity.is_workspace_namespace(namespace):
+        raise usage_error(f"{namespace!r} is not a workspace namespace",
+                          hint="Use the full dsh_v2_workspace_<64 hex> name that "
+                               "`mnemo workspaces` lists under orphans.")
     index = index or Index()
     result = adopting.adopt(namespace, path, index=index)
     resumed: list[str] = []
@@ -108,4 +114,14 @@ def workspaces(cwd: Path | None = None, *, index: Index | None = None) -> Report
 
 
 def rebind(path: Path | None, source: str | None, *, index: Index | None = None) -> Report:
-    return Report("rebind", adopting.rebind(path, source, index=index or Index()))
+    if not source:
+        identity.check_bindable(path or Path.cwd())  # a directory it refuses stays refused
+    try:
+        result = adopting.rebind(path, source, index=index or Index())
+    except RefusedError as exc:
+        if source:
+            raise
+        # Without --from there is nothing to do: a bad command line, whose hint
+        # names the candidates.
+        raise usage_error(exc.message, exc.hint) from None
+    return Report("rebind", result)

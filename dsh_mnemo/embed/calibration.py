@@ -259,7 +259,7 @@ def ensure(embedder: Any, base: Path, *, again: bool = False,
 
     model_id = getattr(embedder, "model_id", "")
     if is_reference(model_id):
-        return None, "the packaged model: the gate's own scale"
+        return None, "built in (the packaged model)"
     now = time.time() if now is None else now
     if not again:
         kept = stored(base, model_id)

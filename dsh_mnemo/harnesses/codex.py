@@ -16,7 +16,9 @@ timeout (600 when absent, at least 1, SessionEnd at most 3).  Facts and how
 they were established: docs/harnesses-real.md.
 
 `assess` reports each entry's state; `trust` writes records for the entries
-it is given (mnemo's own, when the user asks with `--trust`).
+it is given (mnemo's own, when the user asks with `--trust`), and
+`without_trust` takes out the records that trust them (when mnemo's entries
+are uninstalled), cutting only their tables from the file's text.
 """
 
 from __future__ import annotations
@@ -188,14 +190,18 @@ def trust(config: Path, hooks_file: Path, entries: Iterable[Entry]) -> list[str]
     """Write (or update) the records that trust `entries` as they are now.
 
     Only `trusted_hash` is written; any other field of an existing record
-    (`enabled`) is kept.  Returns the keys that changed; the file is left
-    untouched when none did.
+    (`enabled`) is kept.  New records are appended as tables at the end of the
+    text (`tomltext`: every other byte stays, and `without_trust` can cut them
+    out again exactly); an existing record is updated where it is.  Returns the
+    keys that changed; the file is left untouched when none did.
     """
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
+    from .jsonc import read_text
+
     try:
-        text = config.read_text(encoding="utf-8")
+        text = read_text(config)
     except FileNotFoundError:
         text = ""
     except (OSError, UnicodeDecodeError) as exc:
@@ -204,41 +210,162 @@ def trust(config: Path, hooks_file: Path, entries: Iterable[Entry]) -> list[str]
         document = tomlkit.parse(text)
     except TOMLKitError as exc:
         raise DataError(f"{config} is not valid TOML ({exc}); it was left untouched") from None
-    if "hooks" not in document:
-        document["hooks"] = tomlkit.table(is_super_table=True)
-    hooks = document["hooks"]
-    if not isinstance(hooks, dict):
+    hooks = document.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
         raise DataError(f"{config}: `hooks` is not a table; it was left untouched")
-    if "state" not in hooks:
-        hooks["state"] = tomlkit.table(is_super_table=True)
-    state = hooks["state"]
-    if not isinstance(state, dict):
+    state = hooks.get("state") if hooks is not None else None
+    if state is not None and not isinstance(state, dict):
         raise DataError(f"{config}: `hooks.state` is not a table; it was left untouched")
-    existing = {str(k): k for k in state}
+    existing = {str(k): k for k in state or {}}
     changed: list[str] = []
+    added: dict[str, str] = {}
     for entry in entries:
         digest = trusted_hash(entry.event, entry.spec, entry.matcher)
         keys = [trust_key(f, entry.event, entry.group, entry.handler)
                 for f in _key_files(hooks_file)]
         key = next((k for k in keys if k in existing), keys[0])
-        record = state.get(key)
+        record = state.get(key) if state is not None else None
         if isinstance(record, dict):
             if record.get("trusted_hash") != digest:
                 record["trusted_hash"] = digest
                 changed.append(key)
-            continue
-        table = tomlkit.table()
-        table["trusted_hash"] = digest
-        table.add(tomlkit.nl())
-        state[key] = table
-        changed.append(key)
-    if changed:
-        from ..fsutil import atomic_write_text
+        elif key not in added:
+            added[key] = digest
+            changed.append(key)
+    if not changed:
+        return changed
+    new_text = tomlkit.dumps(document) if len(changed) > len(added) else text
+    if added:
+        new_text = _append_records(config, new_text, added)
+    from ..fsutil import replace_user_file
+
+    config.parent.mkdir(parents=True, exist_ok=True)
+    replace_user_file(config, new_text, new_mode=0o600)
+    return changed
+
+
+def _append_records(config: Path, text: str, added: dict[str, str]) -> str:
+    """`text` with the records `added` (key: hash) as tables at its end; through tomlkit
+    where such tables would not read as they should (a `[hooks.state]` written inline,
+    say)."""
+    import tomlkit
+
+    from . import tomltext
+
+    block = "\n".join(f"[hooks.state.{_toml_string(key)}]\n"
+                      f"trusted_hash = {_toml_string(digest)}\n"
+                      for key, digest in added.items())
+    appended = tomltext.append_tables(text, block)
+    expected = tomltext.loads(text)
+    hooks = expected.setdefault("hooks", {})
+    records = hooks.setdefault("state", {}) if isinstance(hooks, dict) else None
+    if isinstance(records, dict):
+        records.update({key: {"trusted_hash": digest} for key, digest in added.items()})
+    try:
+        if tomltext.loads(appended) == expected:
+            return appended
+    except ValueError:
+        pass
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import InlineTable
+
+    def child(parent: Any, *, super_table: bool) -> Any:  # inline in an inline table
+        return tomlkit.inline_table() if isinstance(parent, InlineTable) \
+            else tomlkit.table(is_super_table=super_table)
+
+    try:
+        document: Any = tomlkit.parse(text)
+        if "hooks" not in document:
+            document["hooks"] = tomlkit.table(is_super_table=True)
+        if "state" not in document["hooks"]:
+            document["hooks"]["state"] = child(document["hooks"], super_table=True)
+        state = document["hooks"]["state"]
+        for key, digest in added.items():
+            table = child(state, super_table=False)
+            table["trusted_hash"] = digest
+            if not isinstance(table, InlineTable):
+                table.add(tomlkit.nl())
+            state[key] = table
+        return tomlkit.dumps(document)
+    except (TOMLKitError, ValueError, TypeError) as exc:
+        raise DataError(f"cannot add trust records to {config} ({exc}); it was "
+                        "left untouched") from None
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a valid TOML basic string
+
+
+def _is_state(key: tuple[str, ...]) -> bool:
+    return len(key) == 3 and key[:2] == ("hooks", "state")
+
+
+def _pruned(document: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """`document` without the `[hooks.state]` records `keys` (nor, then empty, the
+    `state` and `hooks` tables)."""
+    document = dict(document)
+    hooks = document.get("hooks")
+    if not isinstance(hooks, dict):
+        return document
+    hooks = document["hooks"] = dict(hooks)
+    state = hooks.get("state")
+    if isinstance(state, dict):
+        drop = set(keys)
+        state = hooks["state"] = {k: v for k, v in state.items() if k not in drop}
+        if not state:
+            del hooks["state"]
+    if not hooks:
+        del document["hooks"]
+    return document
+
+
+def without_trust(config: Path, hooks_file: Path,
+                  entries: Iterable[Entry]) -> tuple[list[str], str | None]:
+    """The records that trust `entries` exactly as they are (whoever wrote them), and
+    the text of `config` without them; ([], None) when there is none.
+
+    Only those records' tables are cut from the text (`tomltext`), so every other
+    byte stays, and records that `trust` appended come out leaving the file as it
+    was before; a record written in another shape (dotted keys, an inline table) is
+    taken out by tomlkit instead.
+    """
+    from . import tomltext
+
+    state = read_state(config)
+    keys: list[str] = []
+    for entry in entries:
+        digest = trusted_hash(entry.event, entry.spec, entry.matcher)
+        for spelling in _key_files(hooks_file):
+            key = trust_key(spelling, entry.event, entry.group, entry.handler)
+            record = state.get(key)
+            if record is not None and record.get("trusted_hash") == digest and key not in keys:
+                keys.append(key)
+    if not keys:
+        return [], None
+    from .jsonc import read_text
+
+    text = read_text(config)
+    expected = _pruned(tomltext.loads(text), keys)
+    new_text = tomltext.cut_tables(text, lambda key: _is_state(key) and key[2] in keys)
+    try:
+        same = _pruned(tomltext.loads(new_text), ()) == expected
+    except ValueError:
+        same = False
+    if not same:
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
 
         try:
-            mode = config.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o600
-        config.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(config, tomlkit.dumps(document), mode=mode)
-    return changed
+            document: Any = tomlkit.parse(text)
+            state_table = document["hooks"]["state"]
+            for key in keys:
+                del state_table[key]
+            if not state_table:
+                del document["hooks"]["state"]
+            if not document["hooks"]:
+                del document["hooks"]
+            new_text = tomlkit.dumps(document)
+        except (TOMLKitError, KeyError, TypeError) as exc:
+            raise DataError(f"cannot take mnemo's trust records out of {config} ({exc})") \
+                from None
+    return keys, new_text

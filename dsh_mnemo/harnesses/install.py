@@ -12,8 +12,10 @@ event into the harness's config file, in place (`harnesses.jsonc`):
   not read is refused, untouched.
 
 Uninstall removes only mnemo's entries (for Codex, an entry followed by
-others becomes an empty group, so the others keep their position), and a
-file that mnemo created and that holds nothing else afterwards is removed.
+others becomes an empty group, so the others keep their position, and the
+records of Codex's `config.toml` that trusted mnemo's entries go with them),
+and a file that mnemo created and that holds nothing else afterwards is
+removed (`harnesses.created`, shared with `mcp uninstall`).
 An entry is mnemo's when its command runs `mnemo-hook.sh` or `mnemo hook`.
 The user-level config directory follows each harness's own variable
 (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`, `QWEN_HOME`).
@@ -33,14 +35,13 @@ from typing import Any
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError
 from ..record import field, record
-from . import jsonc
+from . import created, jsonc
 from .registry import HARNESSES, NAMES, Harness
 
 WRAPPER_NAME = "mnemo-hook.sh"
 HOOK_TIMEOUT_SECONDS = 10  # above the wrapper's own kill limit (8 s + 1 s grace)
 WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@",
                         "@MNEMO_PYTHON@", "@MNEMO_CLIENT@", "@MNEMO_HOME@")
-CREATED_RECORD = "created.json"  # in <data dir>/hooks/: files and folders mnemo made
 
 _OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
 
@@ -59,6 +60,8 @@ class InstallResult:
     config_dir_env: str | None = None  # the variable that placed the config, if set
     trusted: list[str] = field(default_factory=list)  # Codex trust records written
     removed_file: bool = False  # uninstall removed the file mnemo had created
+    # Uninstall (Codex): the trust records of mnemo's entries taken out of config.toml.
+    untrusted: list[str] = field(default_factory=list, metadata={"json": False})
 
 
 @record
@@ -235,7 +238,7 @@ def _open(path: Path, spec: Harness) -> tuple[jsonc.Editor, str | None]:
     Refuses, untouched, what the harness itself could not read.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = jsonc.read_text(path)
     except FileNotFoundError:
         return jsonc.Editor("{}"), None
     except (OSError, UnicodeDecodeError) as exc:
@@ -481,35 +484,6 @@ def _write_text(path: Path, text: str) -> None:
     replace_user_file(path, text)
 
 
-def _created_record(base: Path | None) -> Path:
-    return (base or paths.data_dir()) / "hooks" / CREATED_RECORD
-
-
-def _load_created(base: Path | None) -> dict[str, list[str]]:
-    try:
-        raw = json.loads(_created_record(base).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"files": [], "dirs": []}
-    return {k: [str(p) for p in raw.get(k, []) if isinstance(p, str)] for k in ("files", "dirs")}
-
-
-def _save_created(base: Path | None, record: dict[str, list[str]]) -> None:
-    from ..fsutil import atomic_write_text
-
-    atomic_write_text(_created_record(base), json.dumps(record, indent=2) + "\n")
-
-
-def _make_parents(path: Path) -> list[Path]:
-    """Create the file's missing folders; the ones made, outermost first."""
-    missing = []
-    folder = path.parent
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return list(reversed(missing))
-
-
 # ─── The three operations ──────────────────────────────────────────────────
 
 def install(harness: str, project: Path | None = None, *,
@@ -543,19 +517,19 @@ def install(harness: str, project: Path | None = None, *,
     if original is None or text != original:
         if original is not None:
             result.backup_path = str(_backup(path, harness, base))
-        made = _make_parents(path) if original is None else []
+        made = created.make_parents(path) if original is None else []
         _write_text(path, text)
-        if original is None:
-            record = _load_created(base)
-            record["files"] = sorted({*record["files"], str(path)})
-            record["dirs"] = sorted({*record["dirs"], *map(str, made)})
-            _save_created(base, record)
+        if original is None or not original.strip():
+            created.note_created(path, made, base, blank=original)
         result.action = "updated" if had_ours else "installed"
+    changed = result.action != "unchanged"
     if spec.positional_trust:
-        result.trusted, step = _codex_trust(harness, path, project, trust)
+        result.trusted, step = _codex_trust(harness, path, project, trust, base)
         result.next_steps = [step] if step else []
-    if harness == "gemini":
-        result.next_steps = _gemini_steps(harness, project)
+    elif harness == "gemini":
+        result.next_steps = _gemini_steps(harness, project, changed=changed)
+    elif not changed:
+        result.next_steps = []  # nothing new for the harness to load
     return result
 
 
@@ -582,27 +556,36 @@ def uninstall(harness: str, project: Path | None = None, *,
             and editor.value["version"] == 1:
         editor.delete(("version",))
     _verify(before, editor.value, spec, path, moved_ok=True)
+    untrust: tuple[Path, list[str], str] | None = None
+    problem = None
+    if spec.positional_trust:
+        try:
+            untrust = _codex_untrust(path, project, before)
+        except DataError as exc:
+            problem = (f"The records that trusted mnemo's entries were left in Codex's "
+                       f"config.toml: {exc.message}")
     result = InstallResult(harness=harness, action="removed", config_path=str(path),
                            backup_path=str(_backup(path, harness, base)), wrapper_path=None,
                            config_dir_env=variable)
-    record = _load_created(base)
-    if editor.value == {} and str(path) in record["files"]:
-        path.unlink()
-        result.removed_file = True
-        record["files"].remove(str(path))
-        for folder in sorted(record["dirs"], key=len, reverse=True):
-            if Path(folder) in path.parents:
-                try:
-                    Path(folder).rmdir()  # only when empty
-                except OSError:
-                    continue
-                record["dirs"].remove(folder)
-        _save_created(base, record)
-    else:
-        _write_text(path, editor.text)
+    result.removed_file = _write_or_remove(path, editor.text, editor.value == {}, base)
+    if untrust is not None:
+        config, result.untrusted, text = untrust
+        _backup(config, harness, base)
+        _write_or_remove(config, text, not text.strip(), base)
     if spec.positional_trust:
         result.next_steps = _codex_moved_steps(before, editor.value, path)
+        if problem:
+            result.next_steps.append(problem)
     return result
+
+
+def _write_or_remove(path: Path, text: str, empty: bool, base: Path | None) -> bool:
+    """Write `text`; when nothing is left in it, give back what was there before mnemo
+    created the file (True: it removed the file)."""
+    undone = created.undo(path, base) if empty else None
+    if undone is None:
+        _write_text(path, text)
+    return undone == "removed"
 
 
 # ─── Trust: Codex hooks, Gemini folders ────────────────────────────────────
@@ -623,8 +606,8 @@ def codex_key_file(path: Path, project: Path | None) -> Path:
     return Path(home).absolute() / ".codex" / "hooks.json" if home else path
 
 
-def _codex_trust(harness: str, path: Path, project: Path | None,
-                 write: bool) -> tuple[list[str], str | None]:
+def _codex_trust(harness: str, path: Path, project: Path | None, write: bool,
+                 base: Path | None = None) -> tuple[list[str], str | None]:
     """Write trust for mnemo's entries if asked; the step still to do, if any."""
     from . import codex
 
@@ -633,7 +616,10 @@ def _codex_trust(harness: str, path: Path, project: Path | None,
     written: list[str] = []
     if write:
         ours = [e for e in codex.command_entries(document) if is_ours(e.spec)]
+        existed, missing = config.exists(), created.missing_parents(config)
         written = codex.trust(config, codex_key_file(path, project), ours)
+        if written and not existed:
+            created.note_created(config, missing, base)
     status = harness_status(harness, project)
     steps = []
     if status.trusted is False and any(e["ours"] and e["state"] != codex.TRUSTED
@@ -646,6 +632,18 @@ def _codex_trust(harness: str, path: Path, project: Path | None,
     return written, " ".join(steps) or None
 
 
+def _codex_untrust(path: Path, project: Path | None,
+                   document: dict[str, Any]) -> tuple[Path, list[str], str] | None:
+    """(config.toml, keys, its new text) without the records that trust mnemo's
+    entries of `document` as they are; None when there is none."""
+    from . import codex
+
+    config = codex_config_toml(project)
+    ours = [e for e in codex.command_entries(document) if is_ours(e.spec)]
+    keys, text = codex.without_trust(config, codex_key_file(path, project), ours)
+    return (config, keys, text) if keys and text is not None else None
+
+
 def _codex_moved_steps(before: dict[str, Any], after: dict[str, Any], path: Path) -> list[str]:
     moved = [cmd for where, cmd in _positions(before).items()
              if _positions(after).get(where) != cmd]
@@ -656,10 +654,12 @@ def _codex_moved_steps(before: dict[str, Any], after: dict[str, Any], path: Path
             "/hooks."]
 
 
-def _gemini_steps(harness: str, project: Path | None) -> list[str]:
+def _gemini_steps(harness: str, project: Path | None, *, changed: bool = True) -> list[str]:
+    """What to do for Gemini CLI to run the hooks (with nothing `changed`: only what the
+    folder's trust still requires)."""
     spec = spec_for(harness)
-    steps = list(spec.next_steps)
-    if project is not None:
+    steps = list(spec.next_steps) if changed else []
+    if project is not None and changed:
         steps.append("Project-level hooks: on the first run in this project Gemini CLI "
                      "prints a warning listing them, runs them, and trusts them from then "
                      "on (until their name or command changes).")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from ..record import field, record
@@ -179,6 +180,14 @@ def _shift(node: Node, offset: int) -> None:
     node.key_starts = [k + offset for k in node.key_starts]
     for child in node.children:
         _shift(child, offset)
+
+
+def read_text(path: Path) -> str:
+    """A user's config file as it is on disk, its `\\r\\n` line ends included (what
+    `Path.read_text` would turn into `\\n`), so that writing it back changes no byte
+    but those edited.  Raises what `open` raises, and UnicodeDecodeError."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return handle.read()
 
 
 def loads(text: str, *, comments: bool = True) -> Any:

@@ -1,7 +1,7 @@
 #!/bin/sh
 # mnemo hook wrapper: what every harness config calls.
 #
-#   mnemo-hook.sh EVENT HARNESS      (EVENT: prompt | turn-end | session-end)
+#   mnemo-hook.sh EVENT HARNESS  (EVENT: session-start | prompt | turn-end | session-end)
 #
 # It passes the harness's event (stdin) to `mnemo hook EVENT --harness HARNESS`
 # and prints its answer.  It fails open: if mnemo is missing, crashes, or

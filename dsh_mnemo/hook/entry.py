@@ -52,8 +52,7 @@ DEFAULT_DEADLINE = 2.0
 HOUSEKEEPING_SECONDS = 60
 TEST_DELAY_ENV = "MNEMO_HOOK_TEST_DELAY"
 
-USAGE = ("usage: mnemo hook prompt|turn-end|session-end [--harness "
-         + "|".join(NAMES) + "]")
+USAGE = "usage: mnemo hook " + "|".join(EVENTS) + " [--harness " + "|".join(NAMES) + "]"
 
 
 class Answer:

@@ -18,11 +18,15 @@ Where each client keeps its servers, and the variable that moves it:
 | cursor | `~/.cursor/mcp.json` | `mcpServers` |
 | claude-desktop | `claude_desktop_config.json` in Claude's app-data directory | `mcpServers` |
 
-Codex's TOML is edited as text (only mnemo's own tables are cut or
-appended, so comments and layout elsewhere stay byte for byte), and the
-result is parsed again and compared with the original: anything but
+The JSON files are edited in place (`harnesses.jsonc`: mnemo's entry is
+spliced in or out, in the file's own layout) and Codex's TOML as text (only
+mnemo's own tables are appended or cut, `harnesses.tomltext`), so every other
+byte stays as it was: uninstall after install gives back the very same file.
+The result is parsed again and compared with the original: anything but
 exactly "the same document, mnemo's entry added or removed" is refused
-before the file is written.
+before the file is written.  A file install had to create is noted
+(`harnesses.created`) and removed again by uninstall when nothing else came
+into it, with the folders made for it.
 """
 
 from __future__ import annotations
@@ -30,13 +34,13 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import paths
 from ..errors import DataError, MnemoError, RefusedError
+from ..harnesses import created, jsonc, tomltext
 from ..record import field, record
 from . import CLIENT_NAMES
 
@@ -85,6 +89,8 @@ class McpInstallResult:
     backup_path: str | None
     entry: dict[str, Any] | None  # the server entry written (install) or found
     next_steps: list[str] = field(default_factory=list)
+    # Uninstall removed the file: install had created it and nothing else came into it.
+    removed_file: bool = field(default=False, metadata={"json": False})
 
 
 @record
@@ -177,7 +183,7 @@ def _backup(path: Path, client: str, base: Path | None) -> Path:
 
 def _read_text(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return jsonc.read_text(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -199,8 +205,8 @@ def _parse_json(path: Path, text: str | None) -> dict[str, Any] | None:
     if not text.strip():
         return {}
     try:
-        document = json.loads(text)
-    except ValueError as exc:
+        document = jsonc.loads(text, comments=False)
+    except jsonc.JsoncError as exc:
         raise DataError(f"{path} is not valid JSON ({exc}); it was left untouched",
                         hint="Fix or move the file, then run this again.") from None
     if not isinstance(document, dict):
@@ -221,41 +227,68 @@ def _json_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+def _checked(path: Path, editor: jsonc.Editor, expected: dict[str, Any]) -> str:
+    if not jsonc.same(editor.value, expected):
+        raise MnemoError(f"internal error: editing {path} would change more than mnemo's "
+                         "entry; the file was left untouched",
+                         hint="Please report this with a copy of the file.")
+    return editor.text
+
+
+def _json_install(path: Path, text: str | None, document: dict[str, Any] | None,
+                  entry: dict[str, Any]) -> tuple[str, bool]:
+    """The file's text with mnemo's server set to `entry`, edited in place, and whether
+    `mcpServers` was there, empty, before."""
+    expected = copy.deepcopy(document) if document is not None else {}
+    servers = expected.get("mcpServers")
+    found_empty = servers == {}
+    if not isinstance(servers, dict):
+        servers = expected["mcpServers"] = {}
+    servers[SERVER_NAME] = entry
+    if text is None or not text.strip():
+        return _json_text(expected), False
+    editor = jsonc.Editor(text, comments=False)
+    current = editor.value.get("mcpServers")
+    if isinstance(current, dict) and SERVER_NAME in current:
+        editor.replace(("mcpServers", SERVER_NAME), entry)
+    elif isinstance(current, dict):
+        editor.append(("mcpServers",), entry, key=SERVER_NAME)
+    elif "mcpServers" in editor.value:  # null
+        editor.replace(("mcpServers",), {SERVER_NAME: entry})
+    else:
+        editor.append((), {SERVER_NAME: entry}, key="mcpServers")
+    return _checked(path, editor, expected), found_empty
+
+
+def _json_uninstall(path: Path, text: str, document: dict[str, Any], *,
+                    keep_empty: bool) -> tuple[str, dict[str, Any]]:
+    """The file's text without mnemo's server (and without `mcpServers`, left empty,
+    unless it was there, empty, before mnemo came), and the document it holds."""
+    expected = copy.deepcopy(document)
+    del expected["mcpServers"][SERVER_NAME]
+    editor = jsonc.Editor(text, comments=False)
+    editor.delete(("mcpServers", SERVER_NAME))
+    if not expected["mcpServers"] and not keep_empty:
+        del expected["mcpServers"]
+        editor.delete(("mcpServers",))
+    return _checked(path, editor, expected), expected
+
+
 # ─── Codex's TOML ──────────────────────────────────────────────────────────
-
-def _toml_loads(text: str) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    return tomllib.loads(text)
-
 
 def _parse_toml(path: Path, text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        return _toml_loads(text)
+        return tomltext.loads(text)
     except ValueError as exc:
         raise DataError(f"{path} is not valid TOML ({exc}); it was left untouched",
                         hint="Fix or move the file, then run this again.") from None
 
 
-_HEADER = re.compile(r"^\s*\[\[?\s*(?P<name>[^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_OUR_TABLE = re.compile(r"""^mcp_servers\s*\.\s*(?:mnemo|"mnemo"|'mnemo')(?:\s*\..*)?$""")
-
-
-def _cut_our_tables(text: str) -> str:
-    """`text` without the `[mcp_servers.mnemo]` table and its sub-tables."""
-    kept: list[str] = []
-    skipping = False
-    for line in text.splitlines(keepends=True):
-        header = _HEADER.match(line)
-        if header:
-            skipping = bool(_OUR_TABLE.match(header.group("name").strip()))
-        if not skipping:
-            kept.append(line)
-    return "".join(kept)
+def _is_our_table(key: tomltext.Key) -> bool:
+    """`[mcp_servers.mnemo]` and its sub-tables."""
+    return key[:2] == ("mcp_servers", SERVER_NAME)
 
 
 def _toml_string(value: str) -> str:
@@ -283,18 +316,16 @@ def _normalised(document: dict[str, Any]) -> dict[str, Any]:
 def _toml_edit(path: Path, text: str, document: dict[str, Any],
                entry: dict[str, Any] | None) -> str:
     """The new file text with mnemo's entry replaced by `entry` (None: removed)."""
-    new_text = _cut_our_tables(text)
+    new_text = tomltext.cut_tables(text, _is_our_table)
     if entry is not None:
-        if new_text and not new_text.endswith("\n"):
-            new_text += "\n"
-        new_text += ("\n" if new_text.strip() else "") + _toml_tables(entry)
+        new_text = tomltext.append_tables(new_text, _toml_tables(entry))
     expected = copy.deepcopy(document)
     servers = expected.setdefault("mcp_servers", {})
     servers.pop(SERVER_NAME, None)
     if entry is not None:
         servers[SERVER_NAME] = entry
     try:
-        result = _toml_loads(new_text)
+        result = tomltext.loads(new_text)
     except ValueError:
         result = None
     if result is None or _normalised(result) != _normalised(expected):
@@ -336,32 +367,32 @@ def install(client: str, *, base: Path | None = None) -> McpInstallResult:
     path = config_path(client)
     entry = server_entry(client)
     text, document, current = _load(client, path)
-    steps = list(spec.next_steps)
     if current is not None and not is_ours(current):
         raise _foreign(path, current)
     if current == entry:
+        # Nothing changed: nothing to restart or reload either.
         return McpInstallResult(client=client, action="unchanged", config_path=str(path),
-                                backup_path=None, entry=entry, next_steps=steps)
+                                backup_path=None, entry=entry)
+    found_empty = False
     if spec.format == "toml":
         new_text = _toml_edit(path, text or "", document or {}, entry)
     else:
-        updated = copy.deepcopy(document) if document is not None else {}
-        servers = updated.get("mcpServers")
-        if not isinstance(servers, dict):
-            servers = updated["mcpServers"] = {}
-        servers[SERVER_NAME] = entry
-        new_text = _json_text(updated)
+        new_text, found_empty = _json_install(path, text, document, entry)
     backup = _backup(path, client, base) if text is not None else None
-    path.parent.mkdir(parents=True, exist_ok=True)
+    made = created.make_parents(path) if text is None else []
     _write_text(path, new_text)
+    if text is None or (spec.format == "json" and not text.strip()):
+        created.note_created(path, made, base, blank=text)
+    elif spec.format == "json" and current is None:
+        created.note_kept(path, "mcpServers", found_empty, base)
     return McpInstallResult(client=client, action="updated" if current else "installed",
                             config_path=str(path),
                             backup_path=str(backup) if backup else None, entry=entry,
-                            next_steps=steps)
+                            next_steps=list(spec.next_steps))
 
 
 def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
-    spec_for(client)
+    spec = spec_for(client)
     path = config_path(client)
     text, document, current = _load(client, path)
     if current is None or not is_ours(current):
@@ -369,19 +400,22 @@ def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
         return McpInstallResult(client=client, action="absent", config_path=str(path),
                                 backup_path=None, entry=None)
     assert text is not None and document is not None
-    if spec_for(client).format == "toml":
+    if spec.format == "toml":
         new_text = _toml_edit(path, text, document, None)
+        empty = not new_text.strip()
     else:
-        updated = copy.deepcopy(document)
-        servers = updated["mcpServers"]
-        del servers[SERVER_NAME]
-        if not servers:
-            del updated["mcpServers"]
-        new_text = _json_text(updated)
-    backup = _backup(path, client, base)
-    _write_text(path, new_text)
-    return McpInstallResult(client=client, action="removed", config_path=str(path),
-                            backup_path=str(backup), entry=current)
+        keep = created.kept(path, "mcpServers", base)
+        new_text, after = _json_uninstall(path, text, document, keep_empty=keep)
+        empty = after == {}
+    result = McpInstallResult(client=client, action="removed", config_path=str(path),
+                              backup_path=str(_backup(path, client, base)), entry=current)
+    undone = created.undo(path, base) if empty else None
+    if undone is None:
+        _write_text(path, new_text)
+    result.removed_file = undone == "removed"
+    if spec.format == "json":
+        created.note_kept(path, "mcpServers", False, base)  # the entry is gone: forget
+    return result
 
 
 def status(client: str) -> McpStatus:

@@ -116,6 +116,34 @@ def test_bash_completes_values(tree, tmp_path: Path) -> None:
     assert dict(zip(cases, replies, strict=True)) == cases
 
 
+def test_every_option_with_a_fixed_set_of_values_completes_them(tree, tmp_path: Path) -> None:
+    """--harness, --client, `candidates accept --scope`: checked as choices on the
+    command line (exit 2), so the completions offer exactly those values."""
+    from dsh_mnemo.mcp import CLIENT_NAMES
+
+    cases = {
+        ("mnemo", "mcp", "install", "--client", ""): sorted(CLIENT_NAMES),
+        ("mnemo", "mcp", "status", "--client", "c"): ["claude-code", "claude-desktop",
+                                                      "codex", "cursor"],
+        ("mnemo", "mcp", "uninstall", "--client", ""): sorted(CLIENT_NAMES),
+        ("mnemo", "candidates", "accept", "--scope", ""): ["global", "workspace"],
+        ("mnemo", "hooks", "install", "--harness", ""): sorted(HARNESSES),
+        ("mnemo", "hooks", "test", "--harness", "g"): ["gemini", "generic"],
+    }
+    replies = bash_complete([list(k) for k in cases], tmp_path)
+    assert dict(zip(cases, replies, strict=True)) == cases
+    for name in ("client", "scope", "harness"):
+        for command in tree.walk():
+            for option in (o for o in command.options if o.name == name):
+                if command.path != ["hook"]:  # fails open: it takes any harness name
+                    assert option.choices, f"mnemo {command.key} --{name} has no choices"
+    fish = FISH.read_text(encoding="utf-8")
+    assert ("-l 'client' -x -a 'claude-code codex gemini qwen cursor claude-desktop'"
+            in fish)
+    zsh = ZSH.read_text(encoding="utf-8")
+    assert "'candidates accept|--scope') reply=(workspace global) ;;" in zsh
+
+
 def test_zsh_script_is_a_compdef_function() -> None:
     text = ZSH.read_text(encoding="utf-8")
     assert text.startswith("#compdef mnemo\n")

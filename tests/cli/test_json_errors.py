@@ -94,3 +94,82 @@ def test_a_broken_config_is_a_json_error(command: tuple[str, ...], broken: str,
     assert document["kind"] == "error", result.stdout
     assert document["exit_code"] == result.exit_code == ExitCode.CONFIG
     assert str(config) in document["error"]
+
+
+# A bad command line, whichever check finds it (Click's for a choice or a range,
+# the command's for an empty text, options that exclude each other, an id too
+# short to be a prefix): exit 2, `mnemo: <what>` and a hint, no traceback; with
+# --json, the `error` document.  None of these reach a row: "not found" is 5.
+BAD_COMMAND_LINES = [
+    ("remember", "x y z", "--scope", "team"),
+    ("remember", "x y z", "--importance", "2"),
+    ("recall", "x", "--top-k", "0"),
+    ("remember", "x y z", "--no-such-option"),
+    ("no-such-command",),
+    ("hooks", "install", "--harness", "bogus"),
+    ("hooks", "status", "--harness", "bogus"),
+    ("hooks", "test", "--harness", "bogus"),
+    ("mcp", "install", "--client", "bogus"),
+    ("mcp", "uninstall", "--client", "bogus"),
+    ("candidates", "accept", "c0000", "--scope", "bogus"),
+    ("remember", "--standing", "--scope", "session", "Always answer in English"),
+    ("remember", ""),
+    ("remember", "   "),
+    ("recall", " "),
+    ("forget", "abc"),
+    ("forget", " "),
+    ("standing", "remove", "abc"),
+    ("candidates", "reject", "c00"),
+    ("adopt", "not-a-namespace"),
+    ("rebind",),
+    ("migrate", "plan", "--legacy-dsh", "--default-to-global"),
+    ("migrate", "plan", "--default-to-global", "--to", "."),
+    ("migrate", "--legacy-dsh", "run"),
+    ("import", "--from", "."),
+    ("import", "codex", "qwen", "--from", "."),
+    ("import", "chatgpt", "--into", "global"),
+    ("import", "codex", "--into", "global"),
+    ("import", "codex", "chatgpt"),
+    ("serve", "--foreground", "--stop"),
+]
+
+
+@pytest.fixture
+def bound(make_repo, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = make_repo("app")
+    monkeypatch.chdir(repo)
+    assert runner.invoke(app, ["bind"]).exit_code == 0
+    return repo
+
+
+@pytest.mark.parametrize("argv", BAD_COMMAND_LINES, ids=" ".join)
+def test_a_bad_command_line_exits_2_with_a_message_and_a_hint(argv: tuple[str, ...],
+                                                              bound: Path) -> None:
+    result = runner.invoke(app, list(argv))
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert result.stdout == ""
+    message, hint = result.stderr.rstrip("\n").split("\n")  # one line each, no box
+    assert message.startswith("mnemo: ") and hint.startswith("  ") and hint.strip()
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+
+    as_json = runner.invoke(app, [*argv, "--json"])
+    document = json.loads(as_json.stdout)  # exactly one document
+    assert document["kind"] == "error" and document["schema_version"] == 1
+    assert document["exit_code"] == as_json.exit_code == ExitCode.USAGE
+    assert f"mnemo: {document['error']}" == message and document["hint"] == hint.strip()
+
+
+def test_an_id_too_short_for_a_prefix_says_how_long_one_must_be(bound: Path) -> None:
+    remembered = json.loads(runner.invoke(app, ["remember", "We deploy with make release",
+                                                "--json"]).stdout)["id"]
+    result = runner.invoke(app, ["forget", remembered[:3]])
+    assert result.exit_code == ExitCode.USAGE
+    assert f"{remembered[:3]} is too short for an id prefix" in result.stderr
+    assert "4 or more characters" in result.stderr and "no memory" not in result.stderr
+    # A well-formed id (or prefix) that names nothing here is no usage error: 5.
+    for argv in (["forget", "ffffffffffffffff"], ["forget", "ffff"],
+                 ["standing", "remove", "ffff"], ["candidates", "reject", "c0000"],
+                 ["rebind", "--from", "id:nope"]):
+        refused = runner.invoke(app, argv)
+        assert refused.exit_code == ExitCode.REFUSED, (argv, refused.output)
+    assert runner.invoke(app, ["forget", remembered[:4]]).exit_code == 0  # 4 are enough

@@ -209,6 +209,163 @@ def test_codex_project_hooks_need_a_trusted_project(make_repo, data_dir: Path) -
     assert core.harness_status("codex", repo).ok
 
 
+# Codex's config.toml as users have it before `hooks install --trust` (None: no file).
+CODEX_CONFIGS = {
+    "no file": None,
+    "comments and other tables": (
+        '# my Codex settings\nmodel = "gpt-5.5"  # keep\n\n[features]\nplugins = false\n\n'
+        '[mcp_servers.docs]\ncommand = "docs-server"\n'),
+    "a blank line at the end": 'model = "gpt-5.5"\n\n',
+    "no final newline": 'model = "gpt-5.5"',
+    "other trust records and projects": (
+        'model = "gpt-5.5"\n\n[hooks.state."/elsewhere/hooks.json:stop:0:0"]\n'
+        'trusted_hash = "sha256:0"\n\n[projects."/src/app"]\ntrust_level = "trusted"\n'),
+    "hooks written inline": (
+        'hooks = { state = { "/elsewhere/hooks.json:stop:0:0" = '
+        '{ trusted_hash = "sha256:0" } } }\n'),
+}
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under `root`."""
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("with_user_hook", [False, True], ids=["alone", "beside a user hook"])
+@pytest.mark.parametrize("layout", CODEX_CONFIGS)
+def test_codex_uninstall_takes_its_trust_records_back_byte_for_byte(
+        layout: str, with_user_hook: bool, data_dir: Path) -> None:
+    hooks, config = codex_files()
+    original = CODEX_CONFIGS[layout]
+    if with_user_hook:  # the user's hook, trusted by Codex, stays trusted where it is
+        hooks.parent.mkdir()
+        hooks.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [USER_HOOK]}]}}, indent=2))
+        key, digest = f"{hooks}:stop:0:0", codex.trusted_hash("Stop", USER_HOOK)
+        if layout == "hooks written inline":
+            original = (original or "").replace(
+                " } } }", f' }}, "{key}" = {{ trusted_hash = "{digest}" }} }} }}')
+        else:
+            original = (original or "") + ("\n" if original else "") + \
+                f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n'
+    if original is not None:
+        config.parent.mkdir(exist_ok=True)
+        config.write_text(original)
+    before = snapshot(home())
+    result = runner.invoke(app, ["hooks", "install", "--harness", "codex", "--trust"])
+    assert result.exit_code == 0, result.output
+    assert core.harness_status("codex").ok and config.read_text() != original
+    removed = core.uninstall("codex")
+    assert removed.action == "removed" and len(removed.untrusted) == 4
+    after = snapshot(home())
+    if layout == "hooks written inline" and with_user_hook:
+        # Records inline among others: taken out by tomlkit, which keeps the document
+        # but not quite every blank inside the braces.
+        from dsh_mnemo.harnesses.tomltext import loads
+
+        assert loads(after.pop(".codex/config.toml").decode()) == \
+            loads(before.pop(".codex/config.toml").decode())
+    assert after == before  # config.toml (and hooks.json) as they were, or gone
+    if with_user_hook:
+        (entry,) = codex.assess(hooks, json.loads(hooks.read_text()), config, core.is_ours)
+        assert entry.state == codex.TRUSTED and not entry.ours
+
+
+@pytest.mark.parametrize("shape", ["tables", "enabled = false", "dotted keys"])
+def test_codex_uninstall_takes_out_the_records_codex_wrote_for_mnemos_entries(
+        shape: str, data_dir: Path) -> None:
+    """Codex's /hooks review writes the same records `--trust` does: uninstall takes
+    them out with mnemo's entries (they trust nothing any more), whatever their shape."""
+    hooks, config = codex_files()
+    core.install("codex")
+    document = json.loads(hooks.read_text())
+    records = {f"{hooks}:{codex.EVENT_LABELS[e.event]}:{e.group}:{e.handler}":
+               codex.trusted_hash(e.event, e.spec, e.matcher)
+               for e in codex.command_entries(document)}
+    stale = f'[hooks.state."{hooks}:stop:5:0"]\ntrusted_hash = "sha256:gone"\n'
+    if shape == "dotted keys":
+        text = "[hooks.state]\n" + "".join(
+            f'"{key}".trusted_hash = "{digest}"\n' for key, digest in records.items())
+    else:
+        extra = "enabled = false\n" if shape == "enabled = false" else ""
+        text = "\n".join(f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n{extra}'
+                         for key, digest in records.items())
+    config.write_text('model = "gpt-5.5"\n\n' + text + "\n" + stale)
+    states = {e["state"] for e in core.harness_status("codex").trust}
+    assert states == {"disabled" if shape == "enabled = false" else "trusted"}
+    removed = core.uninstall("codex")
+    assert sorted(removed.untrusted) == sorted(records)
+    left = codex.read_state(config)
+    assert list(left) == [f"{hooks}:stop:5:0"]  # a record of no entry of mnemo's: kept
+    assert config.read_text().startswith('model = "gpt-5.5"\n')
+
+
+def test_codex_uninstall_keeps_records_that_trust_something_else(data_dir: Path) -> None:
+    """A record at mnemo's position whose hash is not that of mnemo's entry (the user's
+    hook that was there once) is not mnemo's to take away."""
+    hooks, config = codex_files()
+    core.install("codex", trust=True)
+    key = f"{hooks}:stop:0:0"
+    mine = config.read_text()
+    config.write_text(mine.replace(
+        f'[hooks.state."{key}"]\ntrusted_hash = "{codex.read_state(config)[key]["trusted_hash"]}"',
+        f'[hooks.state."{key}"]\ntrusted_hash = "sha256:an-old-hook"'))
+    assert config.read_text() != mine
+    result = runner.invoke(app, ["hooks", "uninstall", "--harness", "codex"])
+    assert "removed the 3 records of Codex's config.toml" in result.output, result.output
+    assert codex.read_state(config) == {key: {"trusted_hash": "sha256:an-old-hook"}}
+
+
+def test_codex_uninstall_with_an_unreadable_config_still_removes_the_hooks(
+        data_dir: Path) -> None:
+    hooks, config = codex_files()
+    core.install("codex", trust=True)
+    config.write_text("this is = = not toml\n")
+    result = core.uninstall("codex")
+    assert result.action == "removed" and result.removed_file and not hooks.exists()
+    assert any("left in Codex's config.toml" in s for s in result.next_steps)
+    assert config.read_text() == "this is = = not toml\n"
+
+
+# ─── hooks status: its exit code says what it reports ──────────────────────
+
+def hooks_cli(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["hooks", *args])
+    return result.exit_code, result.output
+
+
+def test_status_exits_8_when_installed_hooks_would_not_run(make_repo, data_dir: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `hooks test` does (and `doctor`): docs/exit-codes.md, 8 = action needed."""
+    repo = make_repo("proj")
+    monkeypatch.chdir(repo)
+    assert hooks_cli("status", "--harness", "codex")[0] == 0  # not installed: an answer
+    core.install("codex")
+    code, output = hooks_cli("status", "--harness", "codex")
+    assert code == 8 and "not trusted: it will not run" in output
+    assert hooks_cli("status", "--harness", "codex", "--json")[0] == 8
+    assert hooks_cli("test", "--harness", "codex")[0] == 8
+    core.install("codex", trust=True)
+    assert hooks_cli("status", "--harness", "codex")[0] == 0
+    assert hooks_cli("test", "--harness", "codex")[0] == 0
+    # Gemini CLI runs no hooks in a folder it does not trust.
+    core.install("gemini")
+    code, output = hooks_cli("status", "--harness", "gemini")
+    assert code == 8 and "folder is not trusted" in output
+    assert hooks_cli("test", "--harness", "gemini")[0] == 8
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
+    assert hooks_cli("status", "--harness", "gemini")[0] == 0
+    # A hook that leads to no mnemo, or misses an event.
+    core.install("claude-code")
+    assert hooks_cli("status", "--harness", "claude-code")[0] == 0
+    settings = home() / ".claude" / "settings.json"
+    document = json.loads(settings.read_text())
+    del document["hooks"]["Stop"]
+    settings.write_text(json.dumps(document))
+    code, output = hooks_cli("status", "--harness", "claude-code")
+    assert code == 8 and "with problems" in output
+
+
 # ─── 3. Config-directory variables ─────────────────────────────────────────
 
 @pytest.mark.parametrize("harness, variable, relative", [

@@ -289,8 +289,8 @@ def test_cli_codex_prints_the_trust_step(data_dir: Path) -> None:
 
 def test_cli_unknown_harness_is_a_clear_error(data_dir: Path) -> None:
     result = runner.invoke(app, ["hooks", "install", "--harness", "vim"])
-    assert result.exit_code != 0
-    assert "unknown harness" in result.output + (result.stderr or "")
+    assert result.exit_code == 2
+    assert "'vim' is not one of 'claude-code'" in result.stderr
 
 
 def test_cli_hook_command_is_listed_and_forwards(data_dir: Path) -> None:
@@ -312,3 +312,87 @@ def test_config_snippets_in_hooks_dir_match_what_install_writes(harness: str) ->
     document = core.fresh_document(harness, Path("/path/to/mnemo-hook.sh"))
     snippet = json.loads((REPO / "hooks" / f"{harness}.json").read_text())
     assert snippet == document
+
+
+def test_uninstall_gives_a_blank_settings_file_back_blank(make_repo, data_dir: Path) -> None:
+    """A blank file is no document to edit in place: install writes a new one, and
+    uninstall, finding nothing else in it, puts the blank text back."""
+    repo = make_repo("proj")
+    settings = repo / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("\n\n")
+    core.install("qwen", repo)
+    assert our_entries(json.loads(settings.read_text()))
+    result = core.uninstall("qwen", repo)
+    assert result.action == "removed" and not result.removed_file
+    assert settings.read_text() == "\n\n"
+
+
+# ─── A second install: nothing to reload ───────────────────────────────────
+
+@pytest.mark.parametrize("harness", ["claude-code", "cursor", "qwen", "gemini", "codex"])
+def test_a_second_install_tells_no_one_to_reload(harness: str, data_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")  # nothing left to trust
+    trust = ["--trust"] if harness == "codex" else []
+    first = runner.invoke(app, ["hooks", "install", "--harness", harness, *trust])
+    assert first.exit_code == 0, first.output
+    assert ("Still to do" in first.output) == (harness != "codex")  # codex: trusted now
+    again = runner.invoke(app, ["hooks", "install", "--harness", harness, *trust])
+    assert "already installed" in again.output, again.output
+    assert "Still to do" not in again.output
+    assert core.install(harness).next_steps == []
+
+
+def test_a_second_install_still_names_what_the_harness_needs_to_run_them(
+        data_dir: Path) -> None:
+    """Nothing to reload, but Codex still skips untrusted hooks and Gemini CLI still
+    runs none in an untrusted folder: those steps stay."""
+    core.install("codex")
+    (step,) = core.install("codex").next_steps
+    assert "--trust" in step and "/hooks" in step
+    core.install("gemini")
+    (step,) = core.install("gemini").next_steps
+    assert "does not trust" in step and "Start" not in step
+
+
+# ─── Docs and usage name every event install writes ────────────────────────
+
+HEADINGS = {"claude-code": "### Claude Code", "codex": "### Codex CLI",
+            "gemini": "### Gemini CLI", "cursor": "### Cursor", "qwen": "### Qwen Code"}
+
+
+@pytest.mark.parametrize("harness", sorted(HEADINGS))
+def test_docs_list_every_event_install_writes(harness: str) -> None:
+    import re
+
+    from tests.conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "hooks.md").read_text()
+    section = text.split(HEADINGS[harness] + "\n", 1)[1].split("\n### ", 1)[0]
+    install_bullet = section.split("- **Install:**", 1)[1].split("\n- **", 1)[0]
+    listed = set(re.findall(r"`([A-Za-z]+)`", install_bullet.split("Events:", 1)[1]))
+    spec = core.spec_for(harness)
+    written = set(our_entries(core.fresh_document(harness, Path("/w/mnemo-hook.sh"))))
+    assert written == {spec.event_names[k] for k in spec.installed_events}
+    assert written <= listed, f"docs/hooks.md omits {sorted(written - listed)} for {harness}"
+
+
+def test_the_wrapper_usage_and_generic_docs_name_every_event() -> None:
+    from dsh_mnemo.harnesses.registry import EVENTS
+    from dsh_mnemo.hook.entry import USAGE
+    from tests.conftest import REPO_ROOT
+
+    (events_line,) = [line for line in core.wrapper_source().splitlines()
+                      if line.startswith("#") and "EVENT:" in line]
+    wrapper_events = events_line.split("EVENT:", 1)[1].strip(" )").split(" | ")
+    usage_events = USAGE.removeprefix("usage: mnemo hook ").split(" ", 1)[0].split("|")
+    generic = (REPO_ROOT / "hooks" / "generic.md").read_text()
+    hooks_md = (REPO_ROOT / "docs" / "hooks.md").read_text()
+    assert wrapper_events == usage_events == list(EVENTS)
+    for event in EVENTS:
+        assert f"| `{event}` |" in generic and f"| `{event}` |" in hooks_md, event
+    assert "four commands" in hooks_md
+    result = runner.invoke(app, ["hooks", "install", "--harness", "generic"])
+    assert set(EVENTS) <= {line.split()[0] for line in result.output.splitlines()
+                           if line.startswith("  ")}

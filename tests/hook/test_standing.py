@@ -161,7 +161,7 @@ def test_an_id_may_be_given_by_its_first_characters_when_they_name_one(two) -> N
     others = [s["id"] for s in listed if s["id"] != rule]
     short = rule[:3]
     refused = mnemo("standing", "remove", short, cwd=alpha)
-    assert refused.exit_code == 5 and f"no standing memory {short} here" in refused.output
+    assert refused.exit_code == 2 and f"{short} is too short for an id prefix" in refused.output
     # the shortest prefix of at least 4 characters that no other id shares
     prefix = next(rule[:n] for n in range(4, len(rule) + 1)
                   if not any(o.startswith(rule[:n]) for o in others))

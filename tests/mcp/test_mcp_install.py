@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dsh_mnemo.cli import app
-from dsh_mnemo.mcp import clients
+from dsh_mnemo.mcp import CLIENT_NAMES, clients
 
 runner = CliRunner()
 
@@ -140,7 +140,8 @@ def test_broken_files_and_foreign_mnemo_entries_are_left_untouched(client: str,
 
 def test_unknown_client_is_refused() -> None:
     result = mnemo("mcp", "install", "--client", "vim")
-    assert result["kind"] == "error" and "claude-desktop" in result["hint"]
+    assert result["kind"] == "error" and "claude-desktop" in result["error"]
+    assert result["exit_code"] == 2
 
 
 def test_a_symlinked_config_stays_a_symlink_and_the_backup_is_private(
@@ -165,3 +166,118 @@ def test_a_symlinked_config_stays_a_symlink_and_the_backup_is_private(
     assert json.loads(backup.read_text()) == {"theme": "dark"}
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
 
+
+
+# ─── Uninstall gives back what was there, byte for byte ───────────────────
+
+# Each client's file as users have it before `mcp install` (None: no file at all).
+JSON_LAYOUTS = {
+    "no file": None,
+    "one line": '{"numStartups": 3, "theme": "dark"}\n',
+    "one line, no final newline": '{"numStartups": 3, "theme": "dark"}',
+    "indented, other keys and servers": json.dumps(
+        {"theme": "dark", "mcpServers": {"docs": {"command": "docs-server", "args": ["-v"]}},
+         "projects": {"/src/app": {"allowedTools": []}}}, indent=4) + "\n",
+    "indented, other keys, no mcpServers": json.dumps(
+        {"numStartups": 12, "tipsHistory": {"new-user-warmup": 1}, "autoUpdates": False},
+        indent=2) + "\n",
+    "an empty mcpServers (as Cursor writes it)": '{\n  "mcpServers": {}\n}\n',
+    "CRLF line ends": ('{\r\n    "mcpServers": {\r\n        "docs": {"command": "d"}\r\n'
+                       '    }\r\n}\r\n'),
+    "an empty file": "",
+}
+TOML_LAYOUTS = {
+    "no file": None,
+    "comments and other tables": (
+        '# my Codex settings\nmodel = "gpt-5.5"  # keep\n\n[mcp_servers.docs]\n'
+        'command = "docs-server"\nargs = ["--port", "1"]\n\n[features]\nplugins = false\n'),
+    "a blank line at the end": 'model = "gpt-5.5"\n\n',
+    "no final newline": 'model = "gpt-5.5"',
+    "CRLF line ends": 'model = "gpt-5.5"\r\n\r\n[features]\r\nplugins = false\r\n',
+    "projects and trust records": (
+        '[projects."/src/app"]\ntrust_level = "trusted"\n\n'
+        '[hooks.state."/home/u/.codex/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:0"\n'),
+    "an empty file": "",
+}
+ROUND_TRIPS = [(c, name) for c in JSON_CLIENTS for name in JSON_LAYOUTS] + \
+    [("codex", name) for name in TOML_LAYOUTS]
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under `root`."""
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize(("client", "layout"), ROUND_TRIPS)
+def test_uninstall_after_install_gives_back_every_file_byte_for_byte(
+        client: str, layout: str, home: Path) -> None:
+    if client == "claude-desktop" and sys.platform != "linux":
+        pytest.skip("the Linux location is tested here")
+    original = (TOML_LAYOUTS if client == "codex" else JSON_LAYOUTS)[layout]
+    path = default_path(home, client)
+    if original is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(original.encode())
+    before = snapshot(home)
+    assert mnemo("mcp", "install", "--client", client)["action"] == "installed"
+    assert mnemo("mcp", "status", "--client", client)["installed"] is True
+    removed = mnemo("mcp", "uninstall", "--client", client)
+    assert removed["action"] == "removed" and removed["exit_code"] == 0
+    assert snapshot(home) == before  # no byte, file or folder more or less
+    assert mnemo("mcp", "uninstall", "--client", client)["action"] == "absent"
+
+
+def test_a_one_line_file_stays_on_one_line_while_installed(home: Path) -> None:
+    path = default_path(home, "claude-code")
+    path.write_text('{"numStartups": 3, "theme": "dark"}\n')
+    mnemo("mcp", "install", "--client", "claude-code")
+    text = path.read_text()
+    assert text.startswith('{"numStartups": 3, "theme": "dark", "mcpServers": {"mnemo": ')
+    assert text.count("\n") == 1
+
+
+def test_a_created_file_goes_unless_something_else_came_into_it(home: Path) -> None:
+    path = default_path(home, "cursor")
+    mnemo("mcp", "install", "--client", "cursor")
+    removed = runner.invoke(app, ["mcp", "uninstall", "--client", "cursor"])
+    assert "mnemo had created that file" in removed.output
+    assert not path.exists() and not path.parent.exists()
+    mnemo("mcp", "install", "--client", "cursor")
+    document = json.loads(path.read_text())
+    document["mcpServers"]["docs"] = {"command": "docs-server"}
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    assert mnemo("mcp", "uninstall", "--client", "cursor")["action"] == "removed"
+    assert json.loads(path.read_text()) == {"mcpServers": {"docs": {"command": "docs-server"}}}
+
+
+@pytest.mark.parametrize("first", ["mcp", "hooks"])
+@pytest.mark.parametrize("client", ["gemini", "qwen", "codex"])
+def test_a_file_mcp_and_hooks_both_wrote_goes_with_the_last_uninstall(
+        client: str, first: str, home: Path) -> None:
+    """Gemini's and Qwen's settings.json hold hooks and servers; Codex's config.toml holds
+    the server and the hooks' trust records: one record of what mnemo created serves both."""
+    runs = {"mcp": ("mcp", "--client", client),
+            "hooks": ("hooks", "--harness", client) + (("--trust",) if client == "codex" else ())}
+    path = default_path(home, client)
+    second = "hooks" if first == "mcp" else "mcp"
+    for command in (first, second):
+        name, *rest = runs[command]
+        result = mnemo(name, "install", *rest)
+        assert result["action"] == "installed", result
+    assert path.exists()
+    for command in (first, second):
+        name, flag, value = runs[command][:3]
+        assert mnemo(name, "uninstall", flag, value)["action"] == "removed"
+        assert path.exists() == (command == first)
+    assert snapshot(home) == {}
+
+
+@pytest.mark.parametrize("client", CLIENT_NAMES)
+def test_a_second_install_has_nothing_still_to_do(client: str, home: Path) -> None:
+    first = mnemo("mcp", "install", "--client", client)
+    assert first["action"] == "installed" and first["next_steps"]
+    again = mnemo("mcp", "install", "--client", client)
+    assert again["action"] == "unchanged" and again["next_steps"] == []
+    output = runner.invoke(app, ["mcp", "install", "--client", client]).output
+    assert "nothing changed" in output and "Still to do" not in output

@@ -65,14 +65,16 @@ def test_remember_reads_stdin_with_dash(two, data_dir):
     assert result.exit_code == 0, result.output
     memory_id = doc(result)["id"]
     assert query(a.db(data_dir), "SELECT content FROM working_memory WHERE id = ?",
-                 memory_id) == [("the api gateway is kong\nconfigured in gateway/\n",)]
+                 memory_id) == [("the api gateway is kong\nconfigured in gateway/",)]
 
 
-@pytest.mark.parametrize("args, stdin", [(["   "], None), (["-"], ""), (["-"], "\n\n")])
-def test_empty_text_is_refused(two, data_dir, args, stdin):
+@pytest.mark.parametrize("args, stdin, code", [(["   "], None, ExitCode.USAGE),
+                                               (["-"], "", ExitCode.REFUSED),
+                                               (["-"], "\n\n", ExitCode.REFUSED)])
+def test_empty_text_is_refused(two, data_dir, args, stdin, code):
     a, _ = two
     result = mnemo("remember", *args, cwd=a.path, input=stdin)
-    assert result.exit_code == ExitCode.REFUSED
+    assert result.exit_code == code
     assert "empty" in result.stderr
     assert working_count(a.db(data_dir)) == 0
 
@@ -191,7 +193,7 @@ def test_recall_with_nothing_matching_and_in_unbound_dirs(two, loose):
     assert doc(mnemo("recall", "nothing like this", "--json", cwd=a.path))["results"] == []
     unbound = mnemo("recall", "anything", cwd=loose)
     assert unbound.exit_code == ExitCode.UNBOUND and "mnemo bind" in unbound.stderr
-    assert mnemo("recall", "  ", cwd=a.path).exit_code == ExitCode.REFUSED
+    assert mnemo("recall", "  ", cwd=a.path).exit_code == ExitCode.USAGE
 
 
 def test_recall_shows_markup_like_text_verbatim(two):
@@ -247,7 +249,7 @@ def test_forget_takes_a_unique_prefix_of_an_id_and_refuses_a_shared_one(two, dat
     other = remember_id(a.path, "the search index is opensearch 2")
     theirs = remember_id(b.path, "beta keeps its queue in sqs")
     assert mnemo("forget", theirs[:8], cwd=a.path).exit_code == ExitCode.REFUSED
-    assert mnemo("forget", mine[:3], cwd=a.path).exit_code == ExitCode.REFUSED  # too short
+    assert mnemo("forget", mine[:3], cwd=a.path).exit_code == ExitCode.USAGE  # too short
     # Two ids that share their first six characters (made so by hand).
     twin = mine[:6] + "0" * (len(mine) - 6)
     conn = sqlite3.connect(a.db(data_dir))
@@ -410,7 +412,7 @@ def test_json_contracts(two, data_dir):
     remembered = doc(mnemo("remember", "contracts are pinned by tests", "--json", cwd=a.path))
     assert set(remembered) == ENVELOPE | {"id", "filtered", "bank", "namespace", "level",
                                           "consolidated_first", "secrets", "scrub_policy",
-                                          "embedded", "standing"}
+                                          "embedded", "standing", "existed"}
     assert (remembered["schema_version"], remembered["kind"]) == (1, "remember")
     assert (remembered["filtered"], remembered["level"], remembered["bank"],
             remembered["namespace"], remembered["consolidated_first"]) == (

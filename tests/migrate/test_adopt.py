@@ -121,7 +121,7 @@ def test_adopt_refuses_a_namespace_that_already_has_a_workspace(
 def test_adopt_refuses_bad_names_and_namespaces_without_rows(dsh_data: Path, projects: Path):
     target = projects / "x"
     target.mkdir()
-    assert cli("adopt", "dsh_s1", str(target))[0] == ExitCode.REFUSED
+    assert cli("adopt", "dsh_s1", str(target))[0] == ExitCode.USAGE
     assert cli("adopt", uuid_namespace("99999999-2222-4333-8444-555555555555"),
                str(target))[0] == ExitCode.REFUSED
     assert cli("adopt", ORPHAN, str(paths.home_dir()))[0] == ExitCode.REFUSED
@@ -250,7 +250,7 @@ def test_rebind_without_from_lists_candidates_and_changes_nothing(
     checkout.mkdir(parents=True)
     before = Index().load().to_json()
     result = runner.invoke(app, ["rebind", str(checkout)])
-    assert result.exit_code == ExitCode.REFUSED
+    assert result.exit_code == ExitCode.USAGE
     assert f"mnemo rebind {checkout} --from" in " ".join(result.stderr.split())
     assert Index().load().to_json() == before
     assert cli("rebind", str(checkout), "--from", "id:nope")[0] == ExitCode.REFUSED

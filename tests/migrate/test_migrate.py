@@ -214,7 +214,7 @@ def test_session_selector_is_exact_and_orphans_need_adopting(repo: Path, dsh_dat
 
 def test_one_source_class_per_run(repo: Path):
     code, _ = cli("migrate", "plan", "--legacy-dsh", "--default-to-global")
-    assert code == ExitCode.REFUSED
+    assert code == ExitCode.USAGE
     code, _ = cli("migrate", "--legacy-dsh", "run")
     assert code == ExitCode.USAGE
 

@@ -392,7 +392,7 @@ def test_codex_untrusted_hooks_are_reported_and_trust_makes_them_run(
     assert not strings_with(model.model_requests(), FACT_DETAIL)
     assert "hook: UserPromptSubmit" not in done.stderr
     # ... but mnemo says so, with the fix.
-    status = mnemo_json("hooks", "status", "--harness", "codex", cwd=alpha)
+    status = mnemo_json("hooks", "status", "--harness", "codex", cwd=alpha, code=8)
     assert status["installed"] and not status["ok"] and status["trusted"] is False
     assert {e["state"] for e in status["trust"] if e["ours"]} == {"untrusted"}
     assert any("--trust" in p for p in status["problems"])

@@ -1,0 +1,139 @@
+"""What mnemo created in the user's config, so that uninstalling takes exactly that away.
+
+`hooks install`, `hooks install --trust` (Codex's `config.toml`) and
+`mcp install` note here every config file they had to create, with the
+folders they made for it.  Uninstall (either command's) removes such a file
+once it holds nothing but what mnemo had put in, then those of its folders
+that are left empty; a file that was there before mnemo wrote to it is never
+removed, however empty mnemo leaves it.  A JSON file that was there but blank
+(no document at all, which mnemo cannot edit in place) is noted too, with its
+text, and gets that text back.  One record serves both commands,
+since they share files (Gemini's and Qwen's `settings.json`, Codex's
+`config.toml`): whichever uninstall empties the file last removes it.
+
+The record also keeps the empty members mnemo found and filled (an
+`"mcpServers": {}` that was there before mnemo put its server in it), so that
+uninstall leaves them as they were instead of taking the key away with its
+entry, as it does when mnemo added the key itself.
+
+It lives in `<data dir>/hooks/created.json`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+
+RECORD = "created.json"  # in <data dir>/hooks/
+
+
+def record_path(base: Path | None = None) -> Path:
+    return (base or paths.data_dir()) / "hooks" / RECORD
+
+
+def _load(base: Path | None) -> dict[str, Any]:
+    try:
+        raw = json.loads(record_path(base).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raw = {}
+    if not isinstance(raw, dict):
+        raw = {}
+    record: dict[str, Any] = {k: [str(p) for p in raw.get(k, []) if isinstance(p, str)]
+                              for k in ("files", "dirs")}
+    blank = raw.get("blank")
+    record["blank"] = {str(k): v for k, v in blank.items() if isinstance(v, str)
+                       and not v.strip()} if isinstance(blank, dict) else {}
+    record["kept"] = [[str(a), str(b)] for a, b in
+                      (p for p in raw.get("kept", []) if isinstance(p, list) and len(p) == 2)
+                      if isinstance(a, str) and isinstance(b, str)]
+    return record
+
+
+def _save(base: Path | None, record: dict[str, Any]) -> None:
+    from ..fsutil import atomic_write_text
+
+    record = {k: v for k, v in record.items() if v or k in ("files", "dirs")}
+    atomic_write_text(record_path(base), json.dumps(record, indent=2) + "\n")
+
+
+def missing_parents(path: Path) -> list[Path]:
+    """The file's folders that do not exist yet, outermost first."""
+    missing = []
+    folder = path.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    return list(reversed(missing))
+
+
+def make_parents(path: Path) -> list[Path]:
+    """Create the file's missing folders; the ones made, outermost first."""
+    missing = missing_parents(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def note_created(path: Path, folders: list[Path], base: Path | None = None, *,
+                 blank: str | None = None) -> None:
+    """mnemo has just created `path`, and `folders` for it (or, with `blank`, written
+    over a file that held only that blank text)."""
+    record = _load(base)
+    if blank is not None:
+        record["blank"][str(path)] = blank
+    else:
+        record["files"] = sorted({*record["files"], str(path)})
+        record["dirs"] = sorted({*record["dirs"], *map(str, folders)})
+    _save(base, record)
+
+
+def undo(path: Path, base: Path | None = None) -> str | None:
+    """Give back what was there before mnemo created `path`: nothing ("removed": the
+    file goes, then the folders mnemo made for it that are now empty), or the blank
+    text it held ("blank"); None, and nothing touched, for a file mnemo did not create.
+
+    The caller has found nothing but mnemo's own entries in the file, and took them out.
+    """
+    record = _load(base)
+    name = str(path)
+    if name in record["blank"]:
+        from ..fsutil import replace_user_file
+
+        replace_user_file(path, record["blank"].pop(name))
+        _save(base, record)
+        return "blank"
+    if name not in record["files"]:
+        return None
+    path.unlink(missing_ok=True)
+    record["files"].remove(name)
+    record["kept"] = [k for k in record["kept"] if k[0] != name]
+    for folder in sorted(record["dirs"], key=len, reverse=True):
+        if Path(folder) in path.parents:
+            try:
+                Path(folder).rmdir()  # only when empty
+            except OSError:
+                continue
+            record["dirs"].remove(folder)
+    _save(base, record)
+    return "removed"
+
+
+def kept(path: Path, key: str, base: Path | None = None) -> bool:
+    """Was the member `key` of `path` there, empty, before mnemo put an entry in it?"""
+    return [str(path), key] in _load(base)["kept"]
+
+
+def note_kept(path: Path, key: str, found_empty: bool, base: Path | None = None) -> None:
+    """mnemo has put an entry into the member `key` of `path` (`found_empty`: that member
+    was there, empty, before), or taken the last one out (False: forget it)."""
+    record = _load(base)
+    pair = [str(path), key]
+    if found_empty == (pair in record["kept"]):
+        return
+    if found_empty:
+        record["kept"].append(pair)
+    else:
+        record["kept"].remove(pair)
+    _save(base, record)
