@@ -20,13 +20,19 @@ def raw_bytes(data_dir: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file())
 
 
-def test_forget_removes_every_copy_from_the_files(make_repo, data_dir: Path) -> None:
+def kept_and_gone(make_repo, data_dir: Path) -> tuple[object, Path, str, str]:
+    """A workspace with two memories: (its context, its bank, the one kept, the one
+    to forget)."""
     settings = configure()
     repo = bind_repo(make_repo("app"))
     ctx = resolve_memory_context(repo.path, None, settings)
     keep = storage.remember(ctx, "We deploy with make release from the main branch").id
     gone = storage.remember(ctx, TEXT).id
-    db = repo.db(data_dir)
+    return ctx, repo.db(data_dir), keep, gone
+
+
+def test_forget_removes_every_copy_from_the_files(make_repo, data_dir: Path) -> None:
+    ctx, db, keep, gone = kept_and_gone(make_repo, data_dir)
     # upstream copied the text into its extraction tables too
     assert query(db, "SELECT COUNT(*) FROM gists WHERE memory_id = ?", gone)[0][0] == 1
     assert query(db, "SELECT COUNT(*) FROM facts WHERE source_msg_id = ?", gone)[0][0] >= 1
@@ -94,12 +100,7 @@ def test_forget_deletes_the_sleep_summaries_that_folded_the_memory_in(make_repo,
     given what was forgotten; the other rows it summarised stay, whole."""
     from dsh_mnemo.memory import consolidate, driver
 
-    settings = configure()
-    repo = bind_repo(make_repo("app"))
-    ctx = resolve_memory_context(repo.path, None, settings)
-    keep = storage.remember(ctx, "We deploy with make release from the main branch").id
-    gone = storage.remember(ctx, TEXT).id
-    db = repo.db(data_dir)
+    ctx, db, keep, gone = kept_and_gone(make_repo, data_dir)
     assert consolidate.sleep_context(ctx, force=True).items_consolidated == 2
     (summary,) = query(db, "SELECT id, summary_of, content FROM episodic_memory")
     assert gone in summary[1] and SECRETISH in summary[2]
