@@ -150,10 +150,9 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
     consolidated = protect_before_write(target, base)
     # Upstream's exact-text dedup gives an existing row the new write's source: a
     # standing memory remembered again as a plain one would stop being standing.
-    from .standing import SOURCE as STANDING_SOURCE
-
-    standing = (_standing_with(target, scrubbed.text, base)
-                if source not in (STANDING_SOURCE, banks.TALK_SOURCE) else None)
+    # (a captured turn is never a standing memory's text: no look, no import)
+    standing = (_standing_with(target, scrubbed.text, source, base)
+                if source != banks.TALK_SOURCE else None)
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)
     if standing is not None and memory_id == standing:
@@ -174,10 +173,14 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
                        embedded=bool(vectors))
 
 
-def _standing_with(target: Target, text: str, base: Path | None) -> str | None:
-    """The id of the standing memory of `target`'s namespace whose text is `text`."""
+def _standing_with(target: Target, text: str, source: str | None,
+                   base: Path | None) -> str | None:
+    """The id of the standing memory of `target`'s namespace whose text is `text`,
+    when a write of another `source` would take its standing away."""
     from .standing import SOURCE as STANDING_SOURCE
 
+    if source == STANDING_SOURCE:
+        return None
     conn = banks.connect_readonly(target.db_path(base))
     if conn is None:
         return None
