@@ -323,11 +323,13 @@ def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
 
 
 def _bindable(root: str) -> bool:
-    """`mnemo bind` refuses `$HOME` and `/`: never suggest it there."""
-    from .. import paths
+    """`mnemo bind` refuses `$HOME`, `/` and the temporary directory: never suggest it there."""
+    from ..workspace.identity import never_a_root
 
-    path = Path(root)
-    return path.parent != path and path != paths.home_dir()
+    try:
+        return never_a_root(Path(root).resolve()) is None
+    except (OSError, RuntimeError):
+        return False
 
 
 def _declined(root: str, days: int) -> bool:

@@ -273,6 +273,31 @@ def new_workspace_uuid() -> str:
     return str(uuid.uuid4())
 
 
+def temp_dirs() -> set[Path]:
+    """The system's temporary directories (`$TMPDIR`, /tmp, /var/tmp), as written:
+    every scratch folder under one would share its memory."""
+    found = {Path("/tmp"), Path("/var/tmp")}
+    if os.environ.get("TMPDIR"):
+        found.add(Path(os.environ["TMPDIR"]).expanduser())
+    return {p for p in found if p.is_absolute()}
+
+
+def never_a_root(resolved: Path) -> str | None:
+    """Why the resolved directory can never be a workspace root, or None."""
+    if resolved == paths.home_dir():
+        return f"your home directory ({resolved})"
+    if resolved.parent == resolved:
+        return "the filesystem root /"
+    for temp in temp_dirs():
+        try:
+            same = resolved == temp.resolve()
+        except (OSError, RuntimeError):
+            same = False
+        if same:
+            return f"the temporary directory {resolved} (every folder under it would share it)"
+    return None
+
+
 def check_bindable(path: Path) -> Path:
     """Resolve `path` and refuse what can never be a workspace root."""
     try:
@@ -281,10 +306,8 @@ def check_bindable(path: Path) -> Path:
         raise RefusedError(f"{path} does not exist") from None
     if not resolved.is_dir():
         raise RefusedError(f"{path} is not a directory")
-    if resolved == paths.home_dir():
-        raise RefusedError(f"refusing to bind your home directory ({resolved})",
-                           hint="Bind a project directory inside it instead.")
-    if resolved.parent == resolved:
-        raise RefusedError("refusing to bind the filesystem root /",
+    reason = never_a_root(resolved)
+    if reason is not None:
+        raise RefusedError(f"refusing to bind {reason}",
                            hint="Bind a project directory instead.")
     return resolved

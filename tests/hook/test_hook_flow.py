@@ -181,6 +181,22 @@ def test_hint_in_unbound_repo_then_silent_after_decline(make_repo, data_dir: Pat
     assert run_inprocess("prompt", "generic", {"cwd": str(other), "prompt": "x"}) == ""
 
 
+def test_no_hint_in_the_temporary_directory(isolated_env: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mnemo bind` refuses the temporary directory: the hint never suggests it."""
+    temp = isolated_env / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=temp,
+                                                         prompt=QUESTION))
+    assert out == ""
+    (temp / "scratch").mkdir()  # a folder in it may be bound, and is suggested
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt",
+                                                         cwd=temp / "scratch", session="s2",
+                                                         prompt=QUESTION))
+    assert "mnemo bind" in injected_text("claude-code", out)
+
+
 def test_hint_and_block_never_stored(repo: Path, data_dir: Path) -> None:
     turn("claude-code", repo, DEPLOY)
     out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,

@@ -421,6 +421,18 @@ def test_check_bindable_refuses_home(isolated_env: Path) -> None:
     assert caught.value.hint
 
 
+def test_check_bindable_refuses_the_temporary_directory_not_what_is_in_it(
+        isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every scratch folder under /tmp would share the memory of a bound /tmp."""
+    temp = isolated_env / "tmp"
+    (temp / "scratch").mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    for path in (temp, Path("/tmp")):
+        with pytest.raises(RefusedError, match="temporary directory"):
+            check_bindable(path)
+    assert check_bindable(temp / "scratch") == (temp / "scratch").resolve()
+
+
 def test_check_bindable_refuses_home_through_a_symlink(isolated_env: Path) -> None:
     link = isolated_env / "home-link"
     link.symlink_to(isolated_env / "home")
