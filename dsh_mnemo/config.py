@@ -425,8 +425,16 @@ def user_values(path: Path | None = None) -> dict[str, Any]:
     return _read_raw(path)
 
 
-def _write(path: Path, flat: dict[str, Any]) -> Settings:
-    """Validate the whole resulting file, then replace it atomically."""
+_REMOVED = object()  # `_edited`: the key goes
+
+
+def _write(path: Path, flat: dict[str, Any], name: str, value: Any) -> Settings:
+    """Validate the whole resulting file, then replace it atomically.
+
+    The file is edited where the key is (`_edited`), so the user's comments,
+    order and layout stay; a layout that edit cannot handle safely is written
+    anew from the values (sorted, without comments).
+    """
     # Validated flat first: an unknown key such as `prefetch: 5` beside
     # `prefetch.top_k` could not even be nested back into a tree.
     values = _validate_flat(flat, origin=str(path))
@@ -434,8 +442,131 @@ def _write(path: Path, flat: dict[str, Any]) -> Settings:
 
     from .fsutil import atomic_write_text
 
-    atomic_write_text(path, yaml.safe_dump(_nest(flat), sort_keys=True))
+    try:
+        old = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = ""
+    text = _edited(old, name, value)
+    if text is None:
+        text = yaml.safe_dump(_nest(flat), sort_keys=True)
+    atomic_write_text(path, text)
     return Settings(values=values, source=path)
+
+
+# `_edited`: a line `key: value  # comment` (or a section's `key:`), and a comment
+_KEY_LINE = r"^( *)([A-Za-z0-9_.-]+)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$"
+_COMMENT = r"(?:^|[ \t]+)#.*$"
+
+
+def _key_lines(lines: list[str]) -> list[tuple[int, int, str, bool]] | None:
+    """Each key line of a YAML file: (line, indentation, dotted path, is a leaf);
+    None for a line that is neither a key, a comment nor blank (a list item, a
+    flow mapping continued, a multi-line string…)."""
+    import re
+
+    entries: list[tuple[int, int, str, bool]] = []
+    stack: list[tuple[int, str]] = []
+    for number, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = re.match(_KEY_LINE, line.rstrip("\n"))
+        if match is None:
+            return None
+        indent = len(match.group(1))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = ".".join([k for _, k in stack] + [match.group(2)])
+        leaf = bool(match.group(3)) and not match.group(3).startswith("#")
+        entries.append((number, indent, path, leaf))
+        if not leaf:
+            stack.append((indent, match.group(2)))
+    return entries
+
+
+def _edited(text: str, name: str, value: Any) -> str | None:
+    """`text` with the dotted key `name` set to `value` (`_REMOVED`: taken out),
+    every other line as it was; None when the result would not read back as
+    exactly that (a layout this line edit does not understand)."""
+    import re
+
+    import yaml
+
+    try:
+        before = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(before, dict):
+        return None
+    expected = dict(_flatten(before))
+    if value is _REMOVED:
+        expected.pop(name, None)
+    else:
+        expected[name] = value
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    entries = _key_lines(lines)
+    paths = [e[2] for e in entries or []]
+    if entries is None or len(set(paths)) != len(paths) or any(
+            leaf and name.startswith(path + ".") for _, _, path, leaf in entries):
+        return None  # a repeated key, or a value where the key's section would be
+    found = [e for e in entries if e[2] == name]
+    if found:
+        number, _, _, leaf = found[0]
+        if not leaf:
+            return None  # a section where a value goes
+        if value is _REMOVED:
+            del lines[number]
+            # and the sections it leaves empty
+            while (entries := _key_lines(lines)) is not None:
+                empty = [e[0] for i, e in enumerate(entries) if not e[3]
+                         and name.startswith(e[2] + ".")
+                         and (i + 1 == len(entries) or entries[i + 1][1] <= e[1])]
+                if not empty:
+                    break
+                del lines[empty[-1]]
+        else:
+            match = re.match(_KEY_LINE, lines[number].rstrip("\n"))
+            assert match is not None
+            comment = re.search(_COMMENT, match.group(3) or "")
+            tail = comment.group(0) if comment else ""  # as it was spaced
+            lines[number] = f"{match.group(1)}{match.group(2)}: {_flow(value)}{tail}\n"
+    elif value is not _REMOVED:
+        parts = name.split(".")
+        at, indent, rest = len(lines), 0, parts
+        for depth in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:depth])
+            sections = [i for i, e in enumerate(entries) if e[2] == prefix and not e[3]]
+            if sections:
+                index = sections[0]
+                inside = []  # the section's own lines: those indented more, up to the next
+                for entry in entries[index + 1:]:
+                    if entry[1] <= entries[index][1]:
+                        break
+                    inside.append(entry)
+                at = (inside[-1][0] if inside else entries[index][0]) + 1
+                indent = inside[0][1] if inside else entries[index][1] + 2
+                rest = parts[depth:]
+                break
+        new = [f"{' ' * (indent + 2 * n)}{part}:\n" for n, part in enumerate(rest[:-1])]
+        new.append(f"{' ' * (indent + 2 * (len(rest) - 1))}{rest[-1]}: {_flow(value)}\n")
+        lines[at:at] = new
+    edited = "".join(lines)
+    try:
+        after = yaml.safe_load(edited) if edited.strip() else {}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(after or {}, dict) or dict(_flatten(after or {})) != expected:
+        return None
+    return edited
+
+
+def _flow(value: Any) -> str:
+    """One value as YAML on one line (`true`, `3`, `'a: b'`, `[user, assistant]`)."""
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6)
+    return text.removesuffix("\n...\n").strip()
 
 
 def set_value(name: str, text: str, path: Path | None = None) -> Settings:
@@ -446,7 +577,7 @@ def set_value(name: str, text: str, path: Path | None = None) -> Settings:
     path = path or paths.config_path()
     flat = _read_raw(path)
     flat[name] = coerce(key, text, from_text=True)
-    return _write(path, flat)
+    return _write(path, flat, name, flat[name])
 
 
 def unset_value(name: str, path: Path | None = None) -> Settings:
@@ -460,7 +591,7 @@ def unset_value(name: str, path: Path | None = None) -> Settings:
     if name not in KEYS and name not in flat:
         raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
     flat.pop(name, None)
-    return _write(path, flat)
+    return _write(path, flat, name, _REMOVED)
 
 
 def type_name(key: Key) -> str:

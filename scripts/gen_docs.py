@@ -660,7 +660,10 @@ def render_configuration_md() -> str:
            "```yaml", "recall_mode: workspace", "prefetch:", "  top_k: 3", "```", "",
            "is `prefetch.top_k`. Change settings with `mnemo config set KEY VALUE` (validated, "
            "written atomically) and `mnemo config unset KEY`; `mnemo config show` lists every "
-           "key with its value, its default and whether the file sets it.", "",
+           "key with its value, its default and whether the file sets it. Both edit the "
+           "file where the key is, so your comments, order and indentation stay; a layout "
+           "they cannot edit safely line by line (a flow mapping `{...}`, a list written "
+           "item by item, a repeated key) is written anew from its values, sorted.", "",
            "## Validation", "",
            "- An unknown key is an error (exit 3), never ignored.",
            "- Values are checked against their type, range and allowed choices.",

@@ -123,6 +123,44 @@ def test_unset_restores_the_default() -> None:
     assert invoke("config", "unset", "bogus").exit_code == ExitCode.CONFIG
 
 
+COMMENTED = """\
+# my mnemo settings
+prefetch:
+  top_k: 3   # fewer lines, please
+
+# the hint annoys me in scratch repos
+hint:
+    decline_days: 7
+"""
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("set", "prefetch.top_k", "4"), COMMENTED.replace("top_k: 3", "top_k: 4")),
+    (("set", "hint.enabled", "false"),
+     COMMENTED.replace("decline_days: 7\n", "decline_days: 7\n    enabled: false\n")),
+    (("set", "scrub.policy", "warn"), COMMENTED + "scrub:\n  policy: warn\n"),
+    (("unset", "prefetch.top_k"),
+     COMMENTED.replace("prefetch:\n  top_k: 3   # fewer lines, please\n", "")),
+])
+def test_set_and_unset_keep_the_files_comments_and_order(args: tuple[str, ...],
+                                                         expected: str) -> None:
+    config_file().parent.mkdir(parents=True, exist_ok=True)
+    config_file().write_text(COMMENTED)
+    result = invoke("config", *args)
+    assert result.exit_code == 0, result.output
+    assert config_file().read_text() == expected
+
+
+def test_a_layout_the_edit_cannot_follow_is_written_anew_not_broken() -> None:
+    """A flow mapping (or a list item, a repeated key…): the values are written again,
+    sorted, so the file is right even though its comments cannot be kept."""
+    config_file().parent.mkdir(parents=True, exist_ok=True)
+    config_file().write_text("# flow\nprefetch: {top_k: 3}\n")
+    assert invoke("config", "set", "prefetch.top_k", "4").exit_code == 0
+    assert yaml.safe_load(config_file().read_text()) == {"prefetch": {"top_k": 4}}
+    assert load_settings()["prefetch.top_k"] == 4
+
+
 def test_path_follows_mnemo_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "elsewhere" / "mnemo.yaml"
     monkeypatch.setenv("MNEMO_CONFIG", str(target))
