@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..errors import DataError, MnemoError, RefusedError
+from ..errors import DataError, MnemoError, RefusedError, usage_error
 from ..record import field, record
 from . import created, jsonc
 from .registry import HARNESSES, NAMES, Harness
@@ -490,10 +490,10 @@ def install(harness: str, project: Path | None = None, *,
             base: Path | None = None, trust: bool = False) -> InstallResult:
     spec = spec_for(harness)
     if trust and not spec.positional_trust:
-        raise RefusedError(f"--trust applies to Codex only: {harness} has no per-hook trust "
-                           "records for mnemo to write",
-                           hint="Run the install without --trust; its next steps say what "
-                                "the harness needs.")
+        raise usage_error(f"--trust applies to Codex only: {harness} has no per-hook trust "
+                          "records for mnemo to write",
+                          hint="Run the install without --trust; its next steps say what "
+                               "the harness needs.")
     path = config_path(harness, project)
     wrapper = write_wrapper(base)
     variable = None if project is not None else config_dir_variable(harness)

@@ -107,6 +107,7 @@ BAD_COMMAND_LINES = [
     ("remember", "x y z", "--no-such-option"),
     ("no-such-command",),
     ("hooks", "install", "--harness", "bogus"),
+    ("hooks", "install", "--harness", "gemini", "--trust"),
     ("hooks", "status", "--harness", "bogus"),
     ("hooks", "test", "--harness", "bogus"),
     ("mcp", "install", "--client", "bogus"),

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dsh_mnemo.cli import app
-from dsh_mnemo.errors import DataError, RefusedError
+from dsh_mnemo.errors import DataError, ExitCode, MnemoError
 from dsh_mnemo.harnesses import codex, gemini, injections, registry
 from dsh_mnemo.harnesses import install as core
 from dsh_mnemo.hook.events import parse_event
@@ -193,8 +193,9 @@ def test_a_broken_codex_config_is_reported_and_never_written(data_dir: Path) -> 
 
 
 def test_trust_is_codex_only(data_dir: Path) -> None:
-    with pytest.raises(RefusedError, match="Codex only"):
+    with pytest.raises(MnemoError, match="Codex only") as refused:
         core.install("gemini", trust=True)
+    assert refused.value.exit_code == ExitCode.USAGE  # a bad command line, not a missing row
 
 
 def test_codex_project_hooks_need_a_trusted_project(make_repo, data_dir: Path) -> None:
