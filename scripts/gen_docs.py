@@ -122,6 +122,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("MNEMO_CONFIG", "The settings file."),
     ("HOME", "Your home directory: workspace discovery stops there and mnemo bind refuses "
      "it."),
+    ("TMPDIR", "A temporary directory: mnemo bind refuses it (with /tmp and /var/tmp), since "
+     "every folder under it would share one memory."),
     ("XDG_DATA_HOME", "Base of the default data directory (Linux)."),
     ("PWD", "Read by mnemo doctor to name the current directory when it no longer exists."),
     ("XDG_CONFIG_HOME", "Base of the default config file and of systemd user units (Linux)."),
