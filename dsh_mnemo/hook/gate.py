@@ -159,7 +159,7 @@ SEM_MAX = 3  # at most this many memories: one right memory beats five loose one
 SEM_MIN = 0.855  # a namespace too small for a profile (< SEM_PROFILE_FROM): the cosine decides
 SEM_MIN_SHARED = 0.80  # ... or this much, for a memory that shares a word with the prompt
 SEM_PROFILE_FROM = 8  # memories a namespace needs before its mean means anything
-SEM_DUPLICATE = 0.93  # two memories this alike are one: the newer is kept
+SEM_DUPLICATE = 0.93  # two memories this alike, and worded alike, are one: the newer is kept
 SEM_SUPERSEDED = 0.85  # a newer memory this alike, worded as a change ("from now on", "moved from"),
 SEM_NAMES_OLD = 0.20  # ... share of the shorter one's words both share: the correction names what it corrects
 SEM_RESTATES = 0.94  # a memory this close to the prompt, in its own words, restates it
@@ -296,13 +296,24 @@ def supersedes(newer: Any, older: Any) -> bool:
     if newer is older or not _newer(newer, older):
         return False
     alike = _cos(newer.vector, older.vector)
-    if alike >= SEM_DUPLICATE:
+    if alike >= SEM_DUPLICATE and _worded_alike(newer.content, older.content):
         return True
     if alike < SEM_SUPERSEDED or not _changes(newer.content):
         return False
     new_terms, old_terms = terms(newer.content), terms(older.content)
     named = len((new_terms & old_terms) - _COMMON_TERMS)
     return named >= SEM_NAMES_OLD * min(len(new_terms), len(old_terms))
+
+
+@lru_cache(maxsize=4096)
+def _worded_alike(a: str, b: str) -> bool:
+    """Two texts in nearly the same words (`_duplicate` over their terms).
+
+    The model alone cannot say two memories are one: a sentence template reused
+    for different things ("The billing service listens on port 8071 in
+    staging.", "The shipping service listens on port 8081 in staging.") scores
+    0.94-0.98, above `SEM_DUPLICATE`, and the newest would stand in for all."""
+    return _duplicate(terms(a), terms(b))
 
 
 @lru_cache(maxsize=4096)
@@ -357,7 +368,8 @@ def select_semantic(memories: Sequence[Any], top_k: int, prompt: str) -> list[An
     for value, memory in ranked:
         if len(kept) >= min(top_k, SEM_MAX) or value < max(SEM_LIFT, best - SEM_WITHIN):
             break
-        if any(_cos(memory.vector, other.vector) >= SEM_DUPLICATE for other in kept):
+        if any(_cos(memory.vector, other.vector) >= SEM_DUPLICATE
+               and _worded_alike(memory.content, other.content) for other in kept):
             continue
         kept.append(memory)
     return kept

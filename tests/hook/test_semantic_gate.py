@@ -152,6 +152,21 @@ def test_a_correction_worded_we_moved_off_replaces_what_it_names(repo: Path,
     assert len(lines) == 1 and "BigQuery" in lines[0], lines
 
 
+def test_memories_of_one_template_about_different_things_stay_apart(repo: Path,
+                                                                    semantic) -> None:
+    """The model scores "The billing service listens on port 8071 in staging." and the
+    same sentence about shipping at 0.94-0.98: alike, but not one memory.  The newest
+    of them must not stand in for the one the prompt asks about."""
+    semantic(*WORKSPACE[1:])
+    services = ("billing", "search", "auth", "payments", "inventory", "shipping")
+    for n, service in enumerate(services):
+        semantic(f"The {service} service listens on port 80{n}1 in staging.")
+    for n, service in enumerate(services):
+        lines = memory_lines(ask(repo, f"Which port does the {service} service listen on "
+                                       "in staging?", session=service))
+        assert lines and f"The {service} service listens on port 80{n}1" in lines[0], lines
+
+
 def test_the_users_earlier_question_is_never_injected(repo: Path, semantic,
                                                      data_dir: Path) -> None:
     semantic(*WORKSPACE)
