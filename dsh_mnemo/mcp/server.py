@@ -225,21 +225,15 @@ def build_server() -> MCPServer:
     ) -> CallToolResult:
         def call() -> Report:
             from ..commands import memory as commands
-            from ..memory.scrub import scrub
 
             settings = _settings()
             directory = _where(path, roots, settings)
             if scope != "global":
                 _bound_context(directory, settings)
-            cleaned = scrub(text, settings["scrub.policy"])
-            report = commands.remember(settings, cleaned.text, scope=scope, source="mcp",
-                                       importance=importance, cwd=directory)
-            if cleaned.found:
-                kinds = ", ".join(sorted(set(cleaned.findings)))
-                report.warn(f"secrets were stored as-is (scrub.policy: warn): {kinds}"
-                            if settings["scrub.policy"] == "warn"
-                            else f"secrets were redacted before storing: {kinds}")
-            return report
+            # The one write path scrubs the text and reports what it found (the
+            # document's `secrets`, and a note), as for `mnemo remember --json`.
+            return commands.remember(settings, text, scope=scope, source="mcp",
+                                     importance=importance, cwd=directory)
         return await _run(call)
 
     @server.tool(

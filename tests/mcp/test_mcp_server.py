@@ -187,7 +187,8 @@ def test_secrets_are_scrubbed_before_they_reach_disk(two_repos: tuple[Repo, Repo
         return await client.call("remember", text=f"The CI token is {secret}")
 
     result = run_client(body, cwd=tmp_path, roots=[alpha.path])
-    assert not result.is_error and "redacted" in result.text
+    assert not result.is_error and "Redacted" in result.text
+    assert result.document is not None and result.document["secrets"] == ["github-token"]
     stored = contents(alpha, data_dir)
     assert stored == ["The CI token is <redacted-github-token>"]
     assert secret not in alpha.db(data_dir).read_bytes().decode("latin-1")
