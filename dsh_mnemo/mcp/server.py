@@ -200,6 +200,26 @@ async def _in_project(path: str | None, roots: ListRootsResult | None,
     return await _run(call)
 
 
+# A recalled memory longer than this reaches the model cut, ending in "…": a sleep
+# summary folds a whole backlog into one row (one of 266,000 characters was seen),
+# and the rows it summarises are recalled themselves.  `mnemo recall --json` gives
+# it whole.
+MAX_RECALLED_CHARS = 2000
+
+
+def _cut_long(report: Report) -> Report:
+    cut = 0
+    for memory in getattr(report.data, "results", []):
+        if len(memory.content) > MAX_RECALLED_CHARS:
+            memory.content = memory.content[:MAX_RECALLED_CHARS - 1] + "\u2026"
+            cut += 1
+    if cut:
+        report.note(f"{cut} long memor{'y was' if cut == 1 else 'ies were'} cut to "
+                    f"{MAX_RECALLED_CHARS} characters (`mnemo recall --json` shows "
+                    f"{'it' if cut == 1 else 'them'} whole).")
+    return report
+
+
 def build_server() -> MCPServer:
     server = MCPServer("mnemo", title="mnemo project memory", version=__version__,
                        instructions=INSTRUCTIONS, log_level="WARNING")
@@ -252,8 +272,9 @@ def build_server() -> MCPServer:
     ) -> CallToolResult:
         from ..commands import memory as commands
 
-        return await _in_project(path, roots, lambda settings, directory: commands.recall(
-            settings, query, top_k=top_k, cwd=directory))
+        def found(settings: Settings, directory: Path) -> Report:
+            return _cut_long(commands.recall(settings, query, top_k=top_k, cwd=directory))
+        return await _in_project(path, roots, found)
 
     @server.tool(
         description="Delete one memory by the id `recall` returned, when the user says it is "

