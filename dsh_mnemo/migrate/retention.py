@@ -32,10 +32,6 @@ from .journal import Journal
 
 DAY_MS = 86_400_000
 UNFINISHED = ("planned", "running", "reverting")
-# backups/ also holds copies of harness config files (`mnemo hooks install`,
-# `mnemo mcp install`): they are not migration snapshots and are never pruned
-# here.  Only a folder named like a journal id is a snapshot.
-NOT_SNAPSHOTS = ("hooks", "mcp")
 
 
 @record(frozen=True)
@@ -148,8 +144,10 @@ def inventory(base: Path | None = None, policy: Policy | None = None, *,
     known = _load_journals(base)
     names = set()
     if folder.is_dir():
-        names = {p.name for p in folder.iterdir() if p.is_dir() and p.name not in NOT_SNAPSHOTS
-                 and journals.looks_like_id(p.name)}
+        # backups/ also holds copies of harness and MCP client config files
+        # (`hooks/`, `mcp/`): only a folder named like a journal id is a snapshot.
+        names = {p.name for p in folder.iterdir()
+                 if p.is_dir() and journals.looks_like_id(p.name)}
     names |= {j.id for j in known.values() if j.backups}
     sets: list[BackupSet] = []
     for name in names:
