@@ -53,12 +53,9 @@ def _without_vectors(result: RunResult) -> int:
     from ..config import load_settings
     from ..memory import semantic
 
-    settings = load_settings()
-    if settings["embeddings.backend"] == "none":
-        return 0
-    embedder = semantic.load(settings).embedder
+    embedder = semantic.embedder(load_settings())
     if embedder is None:
-        return 0  # `mnemo doctor` says why
+        return 0  # off, or it does not load (`mnemo doctor` says why)
     missing = 0
     for group in result.plan.groups:
         if group.target_namespace:
