@@ -12,11 +12,11 @@ from .. import paths
 from ..config import Settings
 from ..errors import ExitCode, FilteredError, MnemoError
 from ..memory import banks, consolidate, semantic, store
-from ..memory.targets import GLOBAL_TARGET, read_target, write_target
+from ..memory.targets import GLOBAL_TARGET, read_target
 from ..record import field, record
 from ..report import Progress, Report
 from ..workspace.context import MemoryContext, resolve_memory_context
-from .common import given_id, ids_holding, remembered, short_ids_explained
+from .common import given_id, short_ids_explained
 
 
 def _context(settings: Settings, cwd: Path | None, session_id: str | None,
@@ -36,7 +36,6 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
         from ..memory import standing as standing_memory
 
         target = standing_memory.standing_target(ctx, scope)
-        known = ids_holding(target, text, policy)
         result = store.remember_at(
             target, text, source=standing_memory.SOURCE,
             importance=standing_memory.DEFAULT_IMPORTANCE if importance is None else importance,
@@ -45,7 +44,6 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
             standing_memory.mark_standing(target, result.id)
             result.standing = True
     else:
-        known = ids_holding(write_target(ctx, scope), text, policy)
         result = store.remember(ctx, text, level=scope, source=source,
                                 importance=0.5 if importance is None else importance,
                                 scrub_policy=policy, embed=embed)
@@ -61,7 +59,7 @@ def remember(settings: Settings, text: str, *, scope: str = "workspace",
             "Mnemosyne's write filter rejected this text (it looks like a secret or noise); "
             "nothing was stored",
             hint="Rephrase it, or set write_filter to warn or off with `mnemo config set`.")
-    report = Report("remember", remembered(result, known))
+    report = Report("remember", result)
     if standing and result.id is not None:
         from .standing import at_session_start, over_budget
 

@@ -12,7 +12,7 @@ from ..memory.targets import write_target
 from ..record import field, record
 from ..report import Report
 from ..workspace.context import MemoryContext, resolve_memory_context
-from .common import given_id, ids_holding, remembered, short_ids_explained
+from .common import given_id, short_ids_explained
 
 
 def _context(settings: Settings, cwd: Path | None) -> MemoryContext:
@@ -111,17 +111,16 @@ def accept(settings: Settings, candidate_id: str, *, scope: str = "workspace",
     target, found = _pending(settings, candidate_id, cwd)
     ctx = _context(settings, cwd)
     standing_target = standing_memory.standing_target(ctx, scope)
-    policy = settings["scrub.policy"]
-    known = ids_holding(standing_target, found.text, policy)
     result = store.remember_at(standing_target, found.text, source=standing_memory.SOURCE,
                                importance=standing_memory.DEFAULT_IMPORTANCE,
-                               scrub_policy=policy, embed=semantic.embedder(settings))
+                               scrub_policy=settings["scrub.policy"],
+                               embed=semantic.embedder(settings))
     if result.id is None:
         raise RefusedError("Mnemosyne's write filter rejected the candidate; it stays pending")
     standing_memory.mark_standing(standing_target, result.id)
     standing_memory.decide(target, found.id, "accepted", result.id)
     result.standing = True
-    return Report("remember", remembered(result, known))
+    return Report("remember", result)
 
 
 def reject(settings: Settings, candidate_id: str, *, cwd: Path | None = None) -> Report:

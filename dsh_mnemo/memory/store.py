@@ -60,6 +60,10 @@ class WriteResult:
     scrub_policy: str = "redact"  # what was done about them
     embedded: bool = False  # a vector was stored for semantic recall
     standing: bool = False  # a rule or preference given to the model every session
+    # The text was already a memory there (upstream keeps one row per text: the
+    # write stored nothing new and `id` is that row's); not looked up for a
+    # captured conversation turn.
+    existed: bool = False
 
 
 @record
@@ -148,15 +152,18 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
     # the source is a free label (`--source`): it goes to disk beside the text
     source = scrub(clean_invisible(source), scrub_policy).text if source else source
     consolidated = protect_before_write(target, base)
-    # Upstream's exact-text dedup gives an existing row the new write's source: a
-    # standing memory remembered again as a plain one would stop being standing.
-    # (a captured turn is never a standing memory's text: no look, no import)
-    standing = (_standing_with(target, scrubbed.text, source, base)
-                if source != banks.TALK_SOURCE else None)
+    # The rows that already hold this text, read before the write (afterwards the
+    # row is there either way); a captured turn skips the look.
+    held = _holding(target, scrubbed.text, base) if source != banks.TALK_SOURCE else {}
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)
-    if standing is not None and memory_id == standing:
-        _keep_standing(target, memory_id, base)
+    if memory_id in held:
+        from .standing import SOURCE as STANDING_SOURCE
+
+        # Upstream's exact-text dedup gives the row the new write's source: a
+        # standing memory remembered again as a plain one would stop being standing.
+        if held[memory_id] == STANDING_SOURCE and source != STANDING_SOURCE:
+            _keep_standing(target, memory_id, STANDING_SOURCE, base)
     vectors = 0
     if memory_id is not None and embed is not None:
         from ..embed import EmbedError
@@ -170,37 +177,27 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
                        namespace=target.namespace, level=target.level,
                        consolidated_first=consolidated,
                        secrets=sorted(set(scrubbed.findings)), scrub_policy=scrub_policy,
-                       embedded=bool(vectors))
+                       embedded=bool(vectors), existed=memory_id in held)
 
 
-def _standing_with(target: Target, text: str, source: str | None,
-                   base: Path | None) -> str | None:
-    """The id of the standing memory of `target`'s namespace whose text is `text`,
-    when a write of another `source` would take its standing away."""
-    from .standing import SOURCE as STANDING_SOURCE
-
-    if source == STANDING_SOURCE:
-        return None
-    conn = banks.connect_readonly(target.db_path(base))
-    if conn is None:
-        return None
-    try:
-        found = banks.rows(conn, "SELECT id FROM working_memory WHERE session_id = ? AND "
-                                 "source = ? AND content = ?",
-                           (target.namespace, STANDING_SOURCE, text))
-        return str(found[0][0]) if found else None
-    finally:
-        conn.close()
+def _holding(target: Target, text: str, base: Path | None) -> dict[str, str]:
+    """The rows of `target`'s namespace whose text is `text`: id -> source."""
+    db_path = target.db_path(base)
+    with banks.reader(db_path) as conn, banks.translate_sqlite_errors(db_path):
+        if conn is None:
+            return {}
+        return {str(row[0]): str(row[1]) for row in banks.rows(
+            conn, "SELECT id, source FROM working_memory WHERE session_id = ? AND content = ?",
+            (target.namespace, text))}
 
 
-def _keep_standing(target: Target, memory_id: str, base: Path | None) -> None:
+def _keep_standing(target: Target, memory_id: str, source: str, base: Path | None) -> None:
     from . import driver
-    from .standing import SOURCE as STANDING_SOURCE
 
     memory = driver.instance(target, base)
     with banks.translate_sqlite_errors(target.db_path(base)):
         memory.conn.execute("UPDATE working_memory SET source = ? WHERE id = ? AND "
-                            "session_id = ?", (STANDING_SOURCE, memory_id, target.namespace))
+                            "session_id = ?", (source, memory_id, target.namespace))
         memory.conn.commit()
 
 
