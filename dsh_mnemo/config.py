@@ -446,7 +446,7 @@ def _write(path: Path, flat: dict[str, Any], name: str, value: Any) -> Settings:
         old = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         old = ""
-    text = _edited(old, name, value)
+    text = _edited(old, name, value, flat)
     if text is None:
         text = yaml.safe_dump(_nest(flat), sort_keys=True)
     atomic_write_text(path, text)
@@ -483,25 +483,15 @@ def _key_lines(lines: list[str]) -> list[tuple[int, int, str, bool]] | None:
     return entries
 
 
-def _edited(text: str, name: str, value: Any) -> str | None:
+def _edited(text: str, name: str, value: Any, expected: dict[str, Any]) -> str | None:
     """`text` with the dotted key `name` set to `value` (`_REMOVED`: taken out),
     every other line as it was; None when the result would not read back as
-    exactly that (a layout this line edit does not understand)."""
+    exactly `expected` (every key of the file, flat, after the change): a layout
+    this line edit does not understand."""
     import re
 
     import yaml
 
-    try:
-        before = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError:
-        return None
-    if not isinstance(before, dict):
-        return None
-    expected = dict(_flatten(before))
-    if value is _REMOVED:
-        expected.pop(name, None)
-    else:
-        expected[name] = value
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
