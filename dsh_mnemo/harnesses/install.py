@@ -139,6 +139,13 @@ def wrapper_path(base: Path | None = None) -> Path:
     return (base or paths.data_dir()) / "hooks" / WRAPPER_NAME
 
 
+def generic_record(base: Path | None = None) -> Path:
+    """Written by `hooks install --harness generic`, removed by its uninstall: the
+    generic harness has no config file to hold mnemo's entries, and the wrapper, which
+    every harness's install writes and no uninstall removes, says nothing about it."""
+    return (base or paths.data_dir()) / "hooks" / "generic-installed"
+
+
 def wrapper_source() -> str:
     """The wrapper script shipped with mnemo (its placeholders unfilled)."""
     from importlib.resources import files
@@ -497,7 +504,12 @@ def install(harness: str, project: Path | None = None, *,
     path = config_path(harness, project)
     wrapper = write_wrapper(base)
     variable = None if project is not None else config_dir_variable(harness)
-    if path is None:  # generic: nothing to merge into
+    if path is None:  # generic: nothing to merge into, only the install to record
+        from ..fsutil import atomic_write_text
+
+        atomic_write_text(generic_record(base), "`mnemo hooks install --harness generic` "
+                          "was run; `mnemo hooks uninstall --harness generic` removes this "
+                          "file.\n")
         return InstallResult(harness=harness, action="installed", config_path=None,
                              backup_path=None, wrapper_path=str(wrapper),
                              commands={k: command_for(wrapper, harness, k)
@@ -537,7 +549,8 @@ def uninstall(harness: str, project: Path | None = None, *,
               base: Path | None = None) -> InstallResult:
     spec = spec_for(harness)
     path = config_path(harness, project)
-    if path is None:
+    if path is None:  # generic: forget the install; the wrapper stays for the others
+        generic_record(base).unlink(missing_ok=True)
         return InstallResult(harness=harness, action="absent", config_path=None,
                              backup_path=None, wrapper_path=str(wrapper_path(base)))
     variable = None if project is not None else config_dir_variable(harness)
@@ -788,20 +801,23 @@ def harness_status(harness: str, project: Path | None = None, *,
     path = config_path(harness, project)
     problems: list[str] = []
     injected = last_injection(base or paths.data_dir(), harness)
-    if path is None:
+    if path is None:  # generic: installed when its install was run and not undone
         wrapper = wrapper_path(base)
+        recorded = generic_record(base).exists()
         mnemo = _wrapper_target(wrapper) if wrapper.exists() else None
         mnemo_ok = bool(mnemo and os.access(mnemo, os.X_OK))
-        if not wrapper.exists():
+        if not recorded:
+            problems.append("not installed: run `mnemo hooks install --harness generic`")
+        elif not wrapper.exists():
             problems.append(f"the wrapper {wrapper} is missing: run `mnemo hooks install "
                             "--harness generic`")
         elif not mnemo_ok:
             problems.append(f"the wrapper points at a missing mnemo ({mnemo})")
         return HarnessStatus(harness=harness, config_path=None, config_exists=False,
-                             installed=wrapper.exists(), events={}, commands=[],
+                             installed=recorded, events={}, commands=[],
                              wrapper_path=str(wrapper), wrapper_exists=wrapper.exists(),
                              mnemo_path=mnemo, mnemo_exists=mnemo_ok,
-                             ok=wrapper.exists() and mnemo_ok, problems=problems,
+                             ok=recorded and wrapper.exists() and mnemo_ok, problems=problems,
                              last_injection=injected)
     try:
         document = _read_config(path, spec)

@@ -336,6 +336,46 @@ def test_installed_hooks_are_checked_against_the_mnemo_they_run(data_dir: Path) 
     assert "hooks:claude-code" in people.stdout and "fix:" in people.stdout
 
 
+@pytest.mark.parametrize("harness", doctor.HARNESSES)
+def test_after_install_then_uninstall_doctor_reports_no_hooks_anywhere(
+        harness: str, data_dir: Path) -> None:
+    """Every install writes the shared wrapper and no uninstall removes it (the other
+    harnesses' entries run it): `generic`, which has no config file, must not be taken
+    for installed because the wrapper is there."""
+    install = ["hooks", "install", "--harness", harness] + (
+        ["--trust"] if harness == "codex" else [])
+    done = runner.invoke(app, install)
+    assert done.exit_code == 0, done.output
+    _, report = run_doctor()
+    hooks = {c["name"]: c["status"] for c in report["checks"] if c["name"].startswith("hooks:")}
+    assert hooks.pop(f"hooks:{harness}") == "ok"
+    assert set(hooks.values()) == {"info"}, hooks  # the wrapper made no other one "installed"
+    removed = runner.invoke(app, ["hooks", "uninstall", "--harness", harness])
+    assert removed.exit_code == 0, removed.output
+    code, report = run_doctor()
+    hooks = {c["name"]: c for c in report["checks"] if c["name"].startswith("hooks:")}
+    assert {c["status"] for c in hooks.values()} == {"info"}, hooks
+    assert all(c["summary"] == "no mnemo hooks installed" for c in hooks.values())
+    assert (data_dir / "hooks" / "mnemo-hook.sh").exists()  # kept, as said above
+    assert code == 0 and "gemini-trust" not in by_name(report)
+    people = runner.invoke(app, ["doctor"])
+    assert "no mnemo hooks installed for claude-code, codex, gemini, cursor, qwen, generic" \
+        in people.stdout
+    status = json.loads(runner.invoke(app, ["hooks", "status", "--harness", "generic",
+                                            "--json"]).stdout)
+    assert status["installed"] is False and status["ok"] is False
+
+
+def test_generic_hooks_whose_wrapper_is_gone_fail(data_dir: Path) -> None:
+    assert runner.invoke(app, ["hooks", "install", "--harness", "generic"]).exit_code == 0
+    (data_dir / "hooks" / "mnemo-hook.sh").unlink()
+    code, report = run_doctor()
+    check = by_name(report)["hooks:generic"]
+    assert code == ExitCode.PENDING and check["status"] == "fail"
+    assert "mnemo-hook.sh is missing" in check["summary"]
+    assert "mnemo hooks install --harness generic" in check["fix"]
+
+
 def test_every_harness_is_inspected_or_reported_unknown() -> None:
     checks = doctor.check_hooks()
     names = [c.name for c in checks]
