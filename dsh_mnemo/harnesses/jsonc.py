@@ -348,6 +348,12 @@ class Editor:
             if text[open_at + 1:start].strip() == "" and text[end:close_at].strip() == "":
                 self._splice(open_at + 1, close_at, "")  # nothing else inside: {} or []
                 return
+            if text[open_at + 1:start].strip() == "":
+                # Only comments after it: take it with the blanks before it, as `append`
+                # put it right after the bracket of a container holding only comments,
+                # so that `{ // none yet` or `{/* none */}` comes back as it was.
+                self._splice(open_at + 1, end, "")
+                return
             begin = self._line_start(start) if self._starts_line(start) else start
             self._splice(begin, end, "")
             return
@@ -380,6 +386,11 @@ class Editor:
                 after += 1
             if after == len(text) or text[after] == "\n":
                 stop = min(after + 1, len(text))
+            elif text[comma + 1:start].strip() == "":
+                # A comment or the closing bracket follows it on its line, and only
+                # blanks come between the comma and it: they go with it, as `append`
+                # put them there, so the line it was appended to comes back as it was.
+                begin = comma + 1
         else:
             begin = start
             while begin > comma + 1 and text[begin - 1] in " \t":

@@ -19,7 +19,10 @@ Where each client keeps its servers, and the variable that moves it:
 | claude-desktop | `claude_desktop_config.json` in Claude's app-data directory | `mcpServers` |
 
 The JSON files are edited in place (`harnesses.jsonc`: mnemo's entry is
-spliced in or out, in the file's own layout) and Codex's TOML as text (only
+spliced in or out, in the file's own layout, its `//` and `/* */` comments
+kept in Gemini's and Qwen's `settings.json`, which those clients read as
+JSON with comments; the other clients' files are taken as strict JSON, a
+comment there refused like any other error) and Codex's TOML as text (only
 mnemo's own tables are appended or cut, `harnesses.tomltext`), so every other
 byte stays as it was: uninstall after install gives back the very same file.
 The result is parsed again and compared with the original: anything but
@@ -58,6 +61,9 @@ class Client:
     format: str  # "json" | "toml"
     env_var: str | None  # the variable that moves the client's config directory
     next_steps: tuple[str, ...] = ()
+    # The client reads its file as JSON with `//` and `/* */` comments (Gemini CLI and
+    # Qwen Code strip them, then JSON.parse); the others' are taken as strict JSON.
+    comments: bool = False
 
 
 CLIENT_LIST: tuple[Client, ...] = (
@@ -67,9 +73,11 @@ CLIENT_LIST: tuple[Client, ...] = (
     Client("codex", "Codex CLI", "toml", "CODEX_HOME",
            ("Start a new Codex session; `codex mcp list` shows the server.",)),
     Client("gemini", "Gemini CLI", "json", "GEMINI_CLI_HOME",
-           ("Start a new Gemini CLI session; /mcp lists the server and its tools.",)),
+           ("Start a new Gemini CLI session; /mcp lists the server and its tools.",),
+           comments=True),
     Client("qwen", "Qwen Code", "json", "QWEN_HOME",
-           ("Start a new Qwen Code session; /mcp lists the server and its tools.",)),
+           ("Start a new Qwen Code session; /mcp lists the server and its tools.",),
+           comments=True),
     Client("cursor", "Cursor", "json", None,
            ("Restart Cursor (or reload its MCP settings) so it starts the server.",)),
     Client("claude-desktop", "Claude Desktop", "json", None,
@@ -199,15 +207,18 @@ def _write_text(path: Path, text: str) -> None:
 
 # ─── JSON clients ──────────────────────────────────────────────────────────
 
-def _parse_json(path: Path, text: str | None) -> dict[str, Any] | None:
+def _parse_json(path: Path, text: str | None, comments: bool) -> dict[str, Any] | None:
+    """The document, None when there is no file; refuses, untouched, what the client
+    itself could not read (`comments`: it reads JSON with comments)."""
     if text is None:
         return None
     if not text.strip():
         return {}
     try:
-        document = jsonc.loads(text, comments=False)
+        document = jsonc.loads(text, comments=comments)
     except jsonc.JsoncError as exc:
-        raise DataError(f"{path} is not valid JSON ({exc}); it was left untouched",
+        kind = "JSON (with comments)" if comments else "valid JSON"
+        raise DataError(f"{path} is not {kind} ({exc}); it was left untouched",
                         hint="Fix or move the file, then run this again.") from None
     if not isinstance(document, dict):
         raise DataError(f"{path} does not hold a JSON object; it was left untouched")
@@ -236,9 +247,10 @@ def _checked(path: Path, editor: jsonc.Editor, expected: dict[str, Any]) -> str:
 
 
 def _json_install(path: Path, text: str | None, document: dict[str, Any] | None,
-                  entry: dict[str, Any]) -> tuple[str, bool]:
-    """The file's text with mnemo's server set to `entry`, edited in place, and whether
-    `mcpServers` was there, empty, before."""
+                  entry: dict[str, Any], comments: bool) -> tuple[str, bool]:
+    """The file's text with mnemo's server set to `entry`, edited in place (its
+    comments kept, where the client allows them), and whether `mcpServers` was there,
+    empty, before."""
     expected = copy.deepcopy(document) if document is not None else {}
     servers = expected.get("mcpServers")
     found_empty = servers == {}
@@ -247,7 +259,7 @@ def _json_install(path: Path, text: str | None, document: dict[str, Any] | None,
     servers[SERVER_NAME] = entry
     if text is None or not text.strip():
         return _json_text(expected), False
-    editor = jsonc.Editor(text, comments=False)
+    editor = jsonc.Editor(text, comments=comments)
     current = editor.value.get("mcpServers")
     if isinstance(current, dict) and SERVER_NAME in current:
         editor.replace(("mcpServers", SERVER_NAME), entry)
@@ -261,12 +273,12 @@ def _json_install(path: Path, text: str | None, document: dict[str, Any] | None,
 
 
 def _json_uninstall(path: Path, text: str, document: dict[str, Any], *,
-                    keep_empty: bool) -> tuple[str, dict[str, Any]]:
+                    keep_empty: bool, comments: bool) -> tuple[str, dict[str, Any]]:
     """The file's text without mnemo's server (and without `mcpServers`, left empty,
     unless it was there, empty, before mnemo came), and the document it holds."""
     expected = copy.deepcopy(document)
     del expected["mcpServers"][SERVER_NAME]
-    editor = jsonc.Editor(text, comments=False)
+    editor = jsonc.Editor(text, comments=comments)
     editor.delete(("mcpServers", SERVER_NAME))
     if not expected["mcpServers"] and not keep_empty:
         del expected["mcpServers"]
@@ -350,7 +362,7 @@ def _load(client: str, path: Path) -> tuple[str | None, dict[str, Any] | None, A
         if not isinstance(servers, dict):
             raise DataError(f"{path}: `mcp_servers` is not a table; it was left untouched")
     else:
-        document = _parse_json(path, text)
+        document = _parse_json(path, text, spec.comments)
         servers = _servers(document or {}, path)
     return text, document, servers.get(SERVER_NAME)
 
@@ -377,7 +389,7 @@ def install(client: str, *, base: Path | None = None) -> McpInstallResult:
     if spec.format == "toml":
         new_text = _toml_edit(path, text or "", document or {}, entry)
     else:
-        new_text, found_empty = _json_install(path, text, document, entry)
+        new_text, found_empty = _json_install(path, text, document, entry, spec.comments)
     backup = _backup(path, client, base) if text is not None else None
     made = created.make_parents(path) if text is None else []
     _write_text(path, new_text)
@@ -405,7 +417,8 @@ def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
         empty = not new_text.strip()
     else:
         keep = created.kept(path, "mcpServers", base)
-        new_text, after = _json_uninstall(path, text, document, keep_empty=keep)
+        new_text, after = _json_uninstall(path, text, document, keep_empty=keep,
+                                          comments=spec.comments)
         empty = after == {}
     result = McpInstallResult(client=client, action="removed", config_path=str(path),
                               backup_path=str(_backup(path, client, base)), entry=current)

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dsh_mnemo.cli import app
+from dsh_mnemo.harnesses import jsonc
 from dsh_mnemo.mcp import CLIENT_NAMES, clients
 
 runner = CliRunner()
@@ -281,3 +282,110 @@ def test_a_second_install_has_nothing_still_to_do(client: str, home: Path) -> No
     assert again["action"] == "unchanged" and again["next_steps"] == []
     output = runner.invoke(app, ["mcp", "install", "--client", client]).output
     assert "nothing changed" in output and "Still to do" not in output
+
+
+# ─── Gemini's and Qwen's settings.json: JSON with comments ────────────────
+
+# Gemini CLI and Qwen Code strip `//` and `/* */` comments, then JSON.parse, so their
+# users keep comments in settings.json; `mcp install` must take such a file as it is.
+COMMENTED_LAYOUTS = {
+    "comments around other keys": (
+        '// my settings\n{\n  "theme": "dark", /* keep */\n'
+        '  "general": {"vimMode": true} // vim\n}\n'),
+    "a server and comments in mcpServers": (
+        '{\n    "mcpServers": {\n        // my servers\n'
+        '        "docs": {"command": "docs-server"} // docs\n    }\n}\n'),
+    "an mcpServers holding only a comment": '{\n  "mcpServers": {\n    // none yet\n  }\n}\n',
+    "a comment on the opening line": '{ // nothing yet\n}\n',
+    "a block comment in an inline object": '{"mcpServers": {/* none */}}\n',
+    "a block comment after the last member": '{"theme": "dark" /* c */}',
+    "CRLF line ends": '{\r\n  // mine\r\n  "theme": "dark" // t\r\n}\r\n',
+    "a byte order mark": '\ufeff{\n  /* mine */\n  "theme": "dark"\n}\n',
+}
+
+
+@pytest.mark.parametrize("layout", COMMENTED_LAYOUTS)
+@pytest.mark.parametrize("client", ["gemini", "qwen"])
+def test_a_settings_file_with_comments_is_edited_and_given_back_byte_for_byte(
+        client: str, layout: str, home: Path) -> None:
+    original = COMMENTED_LAYOUTS[layout]
+    path = default_path(home, client)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(original.encode())
+    before = snapshot(home)
+    installed = mnemo("mcp", "install", "--client", client)
+    assert installed["action"] == "installed", installed
+    text = path.read_text(encoding="utf-8")
+    for comment in ("// my settings", "/* keep */", "// vim", "// none yet", "/* none */",
+                    "// nothing yet", "/* c */", "// mine", "// t", "/* mine */"):
+        assert (comment in text) == (comment in original), comment
+    assert clients.is_ours(jsonc.loads(text)["mcpServers"]["mnemo"])
+    assert mnemo("mcp", "status", "--client", client)["ok"] is True
+    assert mnemo("mcp", "install", "--client", client)["action"] == "unchanged"
+    removed = mnemo("mcp", "uninstall", "--client", client)
+    assert removed["action"] == "removed" and removed["exit_code"] == 0
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize("first", ["mcp", "hooks"])
+@pytest.mark.parametrize("client", ["gemini", "qwen"])
+def test_hooks_and_mcp_share_a_settings_file_with_comments(client: str, first: str,
+                                                           home: Path) -> None:
+    """Either installed first, the other uninstalled first: the same bytes come back."""
+    original = COMMENTED_LAYOUTS["comments around other keys"]
+    path = default_path(home, client)
+    path.parent.mkdir(parents=True)
+    path.write_text(original, encoding="utf-8")
+    runs = {"mcp": ("mcp", "--client", client), "hooks": ("hooks", "--harness", client)}
+    order = [first, "hooks" if first == "mcp" else "mcp"]
+    for command in order:
+        name, flag, value = runs[command]
+        assert mnemo(name, "install", flag, value)["action"] == "installed"
+    document = jsonc.loads(path.read_text(encoding="utf-8"))
+    assert "mnemo" in document["mcpServers"] and document["hooks"]
+    for command in reversed(order):
+        name, flag, value = runs[command]
+        assert mnemo(name, "uninstall", flag, value)["action"] == "removed"
+    assert path.read_text(encoding="utf-8") == original
+
+
+def test_each_client_takes_a_comment_exactly_when_it_reads_one(home: Path) -> None:
+    """Claude Code's .claude.json, Cursor's mcp.json and Claude Desktop's file are strict
+    JSON: a comment there is refused, the file untouched; Gemini and Qwen take it."""
+    commented = '{\n  // mine\n  "theme": "dark"\n}\n'
+    for client in JSON_CLIENTS:
+        if client == "claude-desktop" and sys.platform != "linux":
+            continue
+        path = default_path(home, client)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(commented, encoding="utf-8")
+        result = mnemo("mcp", "install", "--client", client)
+        if client in ("gemini", "qwen"):
+            assert result["action"] == "installed", (client, result)
+            assert "// mine" in path.read_text(encoding="utf-8")
+        else:
+            assert result["kind"] == "error" and result["exit_code"] == 9, (client, result)
+            assert "comments are not allowed" in result["error"]
+            assert path.read_text(encoding="utf-8") == commented
+
+
+@pytest.mark.parametrize("client", ["gemini", "qwen"])
+def test_a_file_that_is_not_even_json_with_comments_is_refused_untouched(
+        client: str, home: Path) -> None:
+    path = default_path(home, client)
+    path.parent.mkdir(parents=True)
+    broken = '{\n  // mine\n  "theme": "dark",\n}\n'  # a trailing comma: JSON.parse refuses
+    path.write_text(broken, encoding="utf-8")
+    for command in ("install", "uninstall"):
+        result = mnemo("mcp", command, "--client", client)
+        assert result["kind"] == "error" and result["exit_code"] == 9, result
+        assert "trailing comma at line 4, column 1" in result["error"]
+        assert "is not JSON (with comments)" in result["error"]
+        assert "left untouched" in result["error"]
+    people = runner.invoke(app, ["mcp", "install", "--client", client])
+    assert people.exit_code == 9 and "Traceback" not in people.output
+    assert people.output.splitlines()[0] == (
+        f"mnemo: {path} is not JSON (with comments) (trailing comma at line 4, column 1); "
+        "it was left untouched")
+    assert path.read_text(encoding="utf-8") == broken
+    assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
