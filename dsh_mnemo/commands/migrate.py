@@ -32,6 +32,8 @@ def run(selection: Selection, *, progress: Progress | None = None) -> Report:
     missing = sum(g.missing for g in result.groups)
     if missing:
         report.warn(f"{missing} journaled rows were found in neither database.")
+    for note in result.plan.notes:  # what the plan said, and what the copy did
+        report.warn(note)
     if result.secrets:
         from ..migrate.api import secrets_note
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from .banks import count, translate_sqlite_errors
+from .banks import MEMORY_TABLES, count, translate_sqlite_errors
 from .targets import Target
 from .upstream_import import quiet_upstream_import
 
@@ -912,14 +912,19 @@ _CHILD_TABLES = (("annotations", "memory_id"), ("memory_embeddings", "memory_id"
 
 
 def delete(target: Target, memory_id: str, *, allow_global: bool,
-           base: Path | None = None) -> dict[str, int]:
+           base: Path | None = None, drop_sole_copies: bool = False) -> dict[str, int]:
     """Delete one row of `target`'s namespace (or a global row), and every copy of its text.
 
     Besides the row in each tier: the gists, facts and consolidated facts
     upstream extracted from it, its graph edges, annotations, events and
-    vectors.  With `secure_delete` the freed pages are overwritten, the
-    full-text indexes are merged so no stale entry keeps its words, and the
-    WAL is checkpointed: the text is gone from the files, not just unlinked.
+    vectors, and the sleep summaries that fold it in (`_delete_summaries_of`).
+    With `secure_delete` the freed pages are overwritten, the full-text
+    indexes are merged so no stale entry keeps its words, and the WAL is
+    checkpointed: the text is gone from the files, not just unlinked.
+
+    A summary that must go is refused, before anything is deleted, while it is
+    the only remaining copy of other memories (`_refuse_sole_copies`), unless
+    `drop_sole_copies`.
     """
     db_path = target.db_path(base)
     clause = "(session_id = ? OR scope = 'global')" if allow_global else "session_id = ?"
@@ -927,6 +932,8 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
     deleted: dict[str, int] = {}
     with translate_sqlite_errors(db_path):
         conn = memory.conn
+        if not drop_sole_copies:
+            _refuse_sole_copies(conn, memory_id, clause, target.namespace)
         conn.execute("PRAGMA secure_delete = ON")
         before = count(conn, f"SELECT COUNT(*) FROM working_memory WHERE id = ? AND {clause}",
                        (memory_id, target.namespace))
@@ -959,6 +966,87 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
     return deleted
 
 
+def _summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,
+                  namespace: str) -> list[tuple[str, int, str]]:
+    """(id, rowid, summary_of) of the summaries of the namespace that list `memory_id`."""
+    try:
+        return [(str(r[0]), int(r[1]), str(r[2] or "")) for r in conn.execute(
+            f"SELECT id, rowid, summary_of FROM episodic_memory WHERE {clause} "
+            "AND summary_of IS NOT NULL "
+            "AND instr(',' || replace(summary_of, ' ', '') || ',', ',' || ? || ',') > 0",
+            (namespace, memory_id)).fetchall()]
+    except sqlite3.OperationalError:
+        return []  # no summary_of column: a schema without summaries
+
+
+def _listed(summary_of: str) -> set[str]:
+    return {i.strip() for i in summary_of.split(",") if i.strip()}
+
+
+def _refuse_sole_copies(conn: sqlite3.Connection, memory_id: str, clause: str,
+                        namespace: str) -> None:
+    """Refuse to forget `memory_id` while a summary it takes along is the only copy
+    of other memories.
+
+    Forgetting must leave no copy of the forgotten text, and a summary repeats
+    the text of every row it folds in, so it goes too; mnemo's own sleep keeps
+    those rows, so usually nothing else is lost.  But a summary can outlive its
+    rows (upstream's sleep once deleted them, its trim can, and a migration
+    keeps such a summary as a memory): deleting it would then silently destroy
+    the only copy of memories the user never asked to forget.  A summary cannot
+    be split (it compresses its rows into one line), so the user decides: the
+    error says how many memories would be lost, and forgetting the summary
+    itself first (by its id) is the explicit way to go ahead.
+    """
+    from ..errors import RefusedError
+
+    summaries = _summaries_of(conn, memory_id, clause, namespace)
+    if not summaries:
+        return
+    # The tiers recall reads: a row left only in upstream's legacy `memories`
+    # mirror is never recalled, so it does not count as a copy.
+    tables = [t for t in MEMORY_TABLES
+              if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                              (t,)).fetchone()]
+
+    def exists(row_id: str) -> bool:
+        return any(conn.execute(f"SELECT 1 FROM {t} WHERE id = ?", (row_id,)).fetchone()
+                   for t in tables)
+
+    legacy = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                               "AND name = 'memories'").fetchone())
+    if not exists(memory_id) and not (legacy and conn.execute(
+            "SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()):
+        return  # no such row: `delete` deletes nothing, summaries included
+    going = {summary_id for summary_id, _, _ in summaries}
+    lost: dict[str, set[str]] = {}  # summary -> the memories only it still holds
+    for summary_id, _, listed in summaries:
+        gone = {i for i in _listed(listed) - {memory_id} if not exists(i)}
+        if gone:
+            lost[summary_id] = gone
+    if lost:
+        # A summary that stays (it does not fold `memory_id` in) keeps its own copy.
+        for summary_id, listed in conn.execute(
+                "SELECT id, summary_of FROM episodic_memory WHERE summary_of IS NOT NULL "
+                "AND summary_of <> ''").fetchall():
+            if summary_id not in going:
+                kept = _listed(str(listed))
+                lost = {s: ids - kept for s, ids in lost.items() if ids - kept}
+    if not lost:
+        return
+    count = len(set().union(*lost.values()))
+    names = sorted(lost)
+    which = (f"the sleep summary {names[0]}, the only recallable copy" if len(names) == 1
+             else f"the sleep summaries {', '.join(names)}, the only recallable copies")
+    forget_first = " and ".join(f"`mnemo forget {name}`" for name in names)
+    raise RefusedError(
+        f"forgetting {memory_id} would also delete {which} of {count} other "
+        f"memor{'y' if count == 1 else 'ies'} (a summary repeats the text of every memory "
+        "it folds in, so it cannot stay); nothing was deleted",
+        hint=f"To forget them all, first forget the summary itself: {forget_first}, then "
+             f"`mnemo forget {memory_id}`.")
+
+
 def _delete_summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,
                          namespace: str) -> int:
     """Delete the sleep summaries that folded `memory_id` in, with their own copies.
@@ -967,14 +1055,13 @@ def _delete_summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,
     ids) and repeats their text: left in place it would keep, and the next
     prompt could inject, what was forgotten.  The other rows it summarised
     stay as they are (consolidation is additive: they are still there, whole);
-    only the summary, derived text, goes."""
-    try:
-        rows = conn.execute(
-            f"SELECT id, rowid FROM episodic_memory WHERE {clause} AND summary_of IS NOT NULL "
-            "AND instr(',' || replace(summary_of, ' ', '') || ',', ',' || ? || ',') > 0",
-            (namespace, memory_id)).fetchall()
-    except sqlite3.OperationalError:
-        return 0  # no summary_of column: a schema without summaries
+    only the summary, derived text, goes.  Where they are not (a summary that
+    outlived them), `delete` has refused first unless told to go ahead
+    (`_refuse_sole_copies`).  This applies whatever the summary's source: a
+    migration keeps such a summary as a memory (`migrate.engine.SOLE_COPY_SOURCE`)
+    with its `summary_of`."""
+    rows = [(summary_id, rowid) for summary_id, rowid, _ in
+            _summaries_of(conn, memory_id, clause, namespace)]
     for summary_id, rowid in rows:
         conn.execute("DELETE FROM episodic_memory WHERE id = ?", (summary_id,))
         _delete_episode_vector(conn, int(rowid))

@@ -22,6 +22,14 @@ policy a run began with (`selection.scrub_policy`): a resumed run copies
 under it, and a revert knows whether the bank may hold redacted copies of
 rows the old store still has (a run stopped before its delete).  A revert
 moves rows back as the bank holds them, never scrubbing them again.
+
+A row whose text a run redacts arrives without the vectors the old store
+computed from its original (the secret): `memory_embeddings` rows, a
+summary's `binary_vector`, mnemo's own `mnemo_vectors`; `mnemo reindex --all`
+embeds the redacted text.  A sleep summary that is the only remaining copy of
+rows upstream deleted arrives as an ordinary memory (`engine.SOLE_COPY_SOURCE`)
+so that prompts can recall it.  The plan and the run say how many of each
+(`notes`); the engine's module doc has the details.
 """
 
 from __future__ import annotations
@@ -279,15 +287,54 @@ def secrets_note(count: int, policy: str, *, done: bool = False) -> str:
     return f"{rows}: {'they were' if done else 'they will be'} copied redacted."
 
 
+def stale_vectors_note(count: int, *, done: bool = False) -> str:
+    """The sentence a plan or a run says about the vectors of redacted texts."""
+    return (f"{count} vector{'s' if count != 1 else ''} in the old store "
+            f"{'were' if done else 'are'} computed from texts that hold secrets: "
+            f"{'they were' if done else 'they will'} not {'' if done else 'be '}copied "
+            "with the redacted texts; `mnemo reindex --all` embeds those.")
+
+
+def sole_summaries_note(count: int, *, done: bool = False) -> str:
+    """The sentence a plan or a run says about summaries kept as memories."""
+    these = "summary is" if count == 1 else "summaries are"
+    return (f"{count} sleep {these} the only remaining copy of memories the old store "
+            f"deleted: {'they were' if done else 'they will be'} copied as ordinary "
+            f"memories (source {engine.SOLE_COPY_SOURCE}), which prompts recall.")
+
+
+def _attach_target(conn: sqlite3.Connection, target_db: Path) -> str | None:
+    """Attach the target bank as `dst` for a plan to look into (None: a new bank, or
+    one it cannot read: the run reports that, the plan only counts without it)."""
+    if not target_db.exists():
+        return None
+    try:
+        attach_readonly(conn, target_db, "dst")
+        conn.execute("SELECT count(*) FROM dst.sqlite_master").fetchone()
+    except (sqlite3.DatabaseError, MnemoError):
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("DETACH DATABASE dst")
+        return None
+    return "dst"
+
+
 def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str],
                 policy: str = "redact", count: bool = True) -> PlanGroup:
     conn = sqlite3.connect(":memory:", isolation_level=None)
+    target_db = paths.bank_db_path(spec.target_bank, base)
     try:
         attach_readonly(conn, source, "src")
         schema = discover(conn, "src")
         engine.select_rows(conn, schema, spec.namespaces, spec.scope_to)
         summary = engine.summarize(conn, schema)
-        secrets = engine.count_secrets(conn, schema, policy) if count else 0
+        seen = engine.Secrets(policy)
+        secrets = engine.count_secrets(conn, schema, policy, seen) if count else 0
+        stale = 0
+        if count and policy == "redact":
+            engine.mark_redacted(conn, schema, seen)
+            stale = engine.count_stale_vectors(conn, schema)
+        sole = engine.mark_sole_summaries(conn, schema, target=_attach_target(conn, target_db)) \
+            if count else 0
         shared_rows = 0 if spec.target_bank == paths.GLOBAL_BANK else sum(
             conn.execute(f"SELECT count(*) FROM temp.mv m JOIN src.{name} s ON s.id = m.key "
                          "WHERE m.tbl = ? AND s.scope = 'global'", (name,)).fetchone()[0]
@@ -295,6 +342,10 @@ def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str],
             if name in schema.tables and schema.tables[name].has("scope"))
     finally:
         conn.close()
+    if stale:
+        notes.append(stale_vectors_note(stale))
+    if sole:
+        notes.append(sole_summaries_note(sole))
     if shared_rows:
         # Upstream shows scope-global rows to every session of their database;
         # in a workspace bank only that workspace (and its sessions) reads them.
@@ -306,7 +357,6 @@ def _plan_group(source: Path, spec: _GroupSpec, base: Path, notes: list[str],
                                              if t.table in MEMORY_TABLES),
                                 tables=tables)
                   for owner, tables in sorted(summary.items())]
-    target_db = paths.bank_db_path(spec.target_bank, base)
     return PlanGroup(source_db=str(source), target_db=str(target_db),
                      target_bank=spec.target_bank, target_namespace=spec.target_namespace,
                      target_exists=target_db.exists(), scope_to=spec.scope_to,
@@ -321,8 +371,9 @@ def plan_migration(selection: Selection, *, index: Index | None = None,
     """What `run` would move; writes nothing (unless `register`, for run).
 
     `policy`: the `scrub.policy` the copy applies (default: the setting).
-    Without `count_secrets` the rows are not scrubbed to count secrets (a run
-    counts them as it copies).
+    Without `count_secrets` the rows are not scrubbed to count secrets, nor are
+    the vectors of redacted texts and the summaries kept as memories counted (a
+    run counts them as it copies, `RunResult.plan.notes`).
     """
     selection.check()
     index = index or Index()
@@ -454,7 +505,8 @@ def _move_group(journal: Journal, group: Group, progress: Progress | None,
     _ensure_schema(target)
     outcome = engine.move(source, target, choose=choose, journal_rows=record,
                           on_copied=copied, progress=progress, scrub_policy=policy,
-                          redacted="target" if _redacting(journal) else None)
+                          redacted="target" if _redacting(journal) else None,
+                          sole_summaries=True)
     group.status = "done"
     journal.save()
     clear_caches(source)
@@ -484,7 +536,9 @@ def _prepare(journal: Journal, base: Path, progress: Progress | None) -> None:
 
 
 def _complete(journal: Journal, progress: Progress | None,
-              policy: str | None = None) -> list[GroupResult]:
+              policy: str | None = None, notes: list[str] | None = None
+              ) -> list[GroupResult]:
+    """Finish `journal`'s run; what its moves say (`*_note`) is added to `notes`."""
     base = journal.base or paths.data_dir()
     # A run copies under the policy it began with, even when resumed after a change.
     policy = _recorded_policy(journal) or policy or scrub_policy()
@@ -511,6 +565,10 @@ def _complete(journal: Journal, progress: Progress | None,
         results.append(GroupResult(group.source_db, group.target_db, outcome.copied,
                                    outcome.already_there, len(outcome.missing),
                                    outcome.remapped, outcome.secrets))
+        if notes is not None and outcome.stale_vectors:
+            notes.append(stale_vectors_note(outcome.stale_vectors, done=True))
+        if notes is not None and outcome.sole_summaries:
+            notes.append(sole_summaries_note(outcome.sole_summaries, done=True))
     journal.status = "done"
     journal.finished_at = journals.now_ms()
     journal.save()
@@ -573,10 +631,12 @@ def run_migration(selection: Selection, *, index: Index | None = None,
                           for i, g in enumerate(plan.groups)]
         journal.save()
         fault("after-journal-groups")
-        results = _complete(journal, progress, scrubbing)
+        done: list[str] = []
+        results = _complete(journal, progress, scrubbing, done)
         for planned, result in zip(plan.groups, results, strict=False):
             planned.secrets = result.secrets
         plan.secrets = sum(g.secrets for g in results)
+        plan.notes += done  # what the copy did (the run's plan does not count it)
         pruned = _prune_after_run(base, policy, keep=(journal.id,))
         return RunResult(status="moved", journal=journal.id, plan=plan, groups=results,
                          resumed=resumed, backups=journal.backups, pruned_backups=pruned,

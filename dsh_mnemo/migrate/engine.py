@@ -29,6 +29,30 @@ the target holds the redaction of the source (`redacted="target"`); in the
 revert of a run stopped before its delete, the source (the bank) holds the
 redaction of the target (the old store's original, which stays).  A revert
 copies rows as the bank holds them: it never scrubs.
+
+Vectors of redacted texts: a vector computed from a text that held a secret
+is derived from the secret (embedding inversion recovers text), so a forward
+move that changes a memory's text (`mark_redacted`) does not copy that
+memory's vectors (`schema.VECTOR_COLUMNS`): the rows of vector tables are
+journaled with no target key (`new_key` NULL, state `drop`), never copied,
+and deleted from the source with the rest (the run's snapshot keeps them);
+a vector column on the memory's own row is copied as NULL.  The memory
+arrives without a vector, and `mnemo reindex` embeds its redacted text.  A
+journal row whose key is NULL on exactly one side is such a dropped row: a
+resumed run drops it again, and a revert has nothing to move back for it.
+
+Sleep summaries that are the only copy: mnemo treats a sleep summary
+(`banks.SUMMARY_SOURCE`) as a copy of the rows it lists in `summary_of`, which
+its own (additive) sleep keeps: the prompt hook never injects one, and
+`forget` deletes the summaries of what it forgets.  An old store's upstream
+may have deleted those rows since (its sleep once did, and its trim could),
+leaving the summary as their only copy.  A forward move that copies such a
+summary (`mark_sole_summaries`: a listed row is neither moving with it nor
+already in the target) gives it the source `SOLE_COPY_SOURCE`: an ordinary
+memory, recalled like any other, still listing its rows in `summary_of` (so
+that forgetting one of those deletes it, `memory.driver.delete`, which
+refuses while the summary is the only copy of other rows).  Deciding here
+keeps the prompt hook's cost unchanged: the gate reads only the source.
 """
 
 from __future__ import annotations
@@ -40,7 +64,7 @@ from typing import Any
 
 from ..errors import BusyError, DataError
 from ..faults import fault
-from ..memory.banks import attach_readonly
+from ..memory.banks import MEMORY_TABLES, SUMMARY_SOURCE, attach_readonly
 from ..record import field, record
 from ..report import Progress
 from .schema import (
@@ -55,6 +79,14 @@ from .schema import (
 
 BUSY_MS = 10_000
 CHUNK = 2_000
+
+# The source a move gives a sleep summary that is the only remaining copy of rows
+# it lists (module doc).  Not `banks.SUMMARY_SOURCE`, so the prompt hook's gate
+# and the namespace profile treat it as a memory; upstream reads `source` only to
+# derive a trust tier when it writes a row, and the copied row keeps its own.
+SOLE_COPY_SOURCE = "sleep_consolidation_sole_copy"
+SUMMARY_LIST_COLUMN = "summary_of"  # upstream: the ids a summary folds in, comma-separated
+SOURCE_COLUMN = "source"
 
 
 
@@ -140,13 +172,15 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-class _Secrets:
-    """Scrubs texts under `policy`, remembering by digest those found clean
-    (upstream mirrors each memory's text into several tables)."""
+class Secrets:
+    """Scrubs texts under `policy`, remembering the results by digest (upstream
+    mirrors each memory's text into several tables, and a move looks at a
+    memory's text twice: `mark_redacted`, then the copy)."""
 
     def __init__(self, policy: str) -> None:
         self.policy = policy
         self.clean: set[bytes] = set()  # digests of texts without a secret
+        self.found: dict[bytes, Any] = {}  # digest -> result, for texts with one
 
     def find(self, value: Any, document: bool = False) -> Any:
         """The scrub result of `value` when it holds a secret, else None.
@@ -160,11 +194,20 @@ class _Secrets:
         digest = _digest(value) + (b"d" if document else b"")
         if digest in self.clean:
             return None
+        known = self.found.get(digest)
+        if known is not None:
+            return known
         result = self._scrub_document(value) if document else scrub(value, self.policy)
         if result.found:
+            self.found[digest] = result
             return result
         self.clean.add(digest)
         return None
+
+    def changes(self, value: Any, document: bool = False) -> bool:
+        """Whether copying `value` changes it (a secret redacted; never under `warn`)."""
+        result = self.find(value, document)
+        return result is not None and result.text != value
 
     def _scrub_document(self, value: str) -> Any:
         import json
@@ -198,12 +241,13 @@ class _Secrets:
         return ScrubResult(json.dumps(cleaned, default=str), findings)
 
 
-def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
+def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str,
+                  secrets: Secrets | None = None) -> int:
     """Rows selected in `temp.mv` whose text holds a secret (0 under policy `off`)."""
     if policy == "off":
         return 0
     found = 0
-    secrets = _Secrets(policy)
+    secrets = secrets or Secrets(policy)
     for table in schema.ordered():
         columns = scrub_columns(table)
         if not columns:
@@ -220,6 +264,125 @@ def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str) -> int:
     return found
 
 
+_REDACTED_DDL = "CREATE TEMP TABLE IF NOT EXISTS redacted (id TEXT PRIMARY KEY)"
+# A row of `temp.mv` that stands for a dropped vector (module doc): no key on
+# exactly one side, `new_key` on a forward move, `key` on its revert.
+_DROPPED = "((temp.mv.key IS NULL) <> (temp.mv.new_key IS NULL))"
+
+
+def mark_redacted(conn: sqlite3.Connection, schema: Schema, secrets: Secrets,
+                  tables: Iterable[str] | None = None) -> int:
+    """Fill `temp.redacted` with the ids of the selected memories whose text the
+    copy changes (a secret redacted); how many.
+
+    Their vectors were computed from the secret and are not copied
+    (`drop_stale_vectors`, `_insert_sql`).  Rows already in neither database
+    (`missing`) are left out."""
+    conn.execute(_REDACTED_DDL)
+    conn.execute("DELETE FROM temp.redacted")
+    names = set(schema.tables) if tables is None else set(tables)
+    for table in schema.ordered():
+        columns = scrub_columns(table)
+        if not table.is_memory_table or table.name not in names or not columns:
+            continue
+        key = _key_expr(table, "s")
+        select = ", ".join(f"s.{quote(c)}" for c in columns)
+        documents = [c in SCRUB_JSON_COLUMNS for c in columns]
+        changed = [(row[0],) for row in conn.execute(
+            f"SELECT m.key, {select} FROM temp.mv m JOIN src.{quote(table.name)} s "
+            f"ON {key} = m.key WHERE m.tbl = ? AND m.state <> 'missing'", (table.name,))
+            if any(secrets.changes(v, document)
+                   for v, document in zip(row[1:], documents, strict=True))]
+        conn.executemany("INSERT OR IGNORE INTO temp.redacted VALUES (?)", changed)
+    return conn.execute("SELECT count(*) FROM temp.redacted").fetchone()[0]
+
+
+def _stale_vector_rows(table: Table) -> str:
+    """SQL: the `temp.mv` row stands for a vector of a memory in `temp.redacted`."""
+    return (f"EXISTS (SELECT 1 FROM src.{quote(table.name)} s JOIN temp.redacted r "
+            f"ON r.id = s.{quote(table.ref_column or '')} "
+            f"WHERE {_key_expr(table, 's')} = temp.mv.key)")
+
+
+def count_stale_vectors(conn: sqlite3.Connection, schema: Schema) -> int:
+    """Selected vector rows of the memories `mark_redacted` found (a plan's count)."""
+    return sum(conn.execute(
+        f"SELECT count(*) FROM temp.mv WHERE tbl = ? AND {_stale_vector_rows(table)}",
+        (table.name,)).fetchone()[0]
+        for table in schema.ordered() if table.is_vector_table)
+
+
+def drop_stale_vectors(conn: sqlite3.Connection, schema: Schema, tables: Iterable[str]) -> int:
+    """Mark the vector rows of redacted memories `drop` (journaled with no target key:
+    never copied, deleted from the source); how many."""
+    names = set(tables)
+    dropped = 0
+    for table in schema.ordered():
+        if table.is_vector_table and table.name in names:
+            dropped += conn.execute(
+                f"UPDATE temp.mv SET state = 'drop', new_key = NULL WHERE tbl = ? "
+                f"AND state = 'copy' AND {_stale_vector_rows(table)}", (table.name,)).rowcount
+    return dropped
+
+
+def listed_ids(summary_of: Any) -> list[str]:
+    """The ids a summary's `summary_of` lists (upstream's comma-separated form)."""
+    return [i.strip() for i in str(summary_of or "").split(",") if i.strip()]
+
+
+def mark_sole_summaries(conn: sqlite3.Connection, schema: Schema,
+                        tables: Iterable[str] | None = None,
+                        target: str | None = "main") -> int:
+    """Fill `temp.sole` with the selected sleep summaries that list a row found neither
+    among the selected memories nor in database `target` (None: not looked at, a new
+    bank); how many.  These are copied as memories (`SOLE_COPY_SOURCE`).
+
+    Any namespace of the target counts: upstream's sleep lists rows of the
+    summary's own session, which move together."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS sole (id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM temp.sole")
+    names = set(schema.tables) if tables is None else set(tables)
+    memory_tables = [t for t in schema.ordered() if t.is_memory_table]
+    candidates: list[tuple[str, list[str]]] = []
+    for table in memory_tables:
+        if (table.name not in names or not table.has(SUMMARY_LIST_COLUMN)
+                or not table.has(SOURCE_COLUMN)):
+            continue
+        candidates += [(key, listed_ids(ids)) for key, ids in conn.execute(
+            f"SELECT m.key, s.{quote(SUMMARY_LIST_COLUMN)} FROM temp.mv m "
+            f"JOIN src.{quote(table.name)} s ON {_key_expr(table, 's')} = m.key "
+            f"WHERE m.tbl = ? AND m.state IN ('pending', 'copy') "
+            f"AND s.{quote(SOURCE_COLUMN)} = ?", (table.name, SUMMARY_SOURCE))]
+    candidates = [(key, ids) for key, ids in candidates if ids]
+    if not candidates:
+        return 0
+    listed = sorted({i for _, ids in candidates for i in ids})
+    present: set[str] = set()
+    # The tiers recall reads: a row left only in upstream's legacy `memories`
+    # mirror is never recalled, so it is no copy that makes the summary redundant.
+    recalled = [t for t in memory_tables if t.name in MEMORY_TABLES]
+    marks_for = {t.name for t in recalled}
+    for start in range(0, len(listed), 500):
+        some = listed[start:start + 500]
+        marks = ",".join("?" * len(some))
+        tbls = ",".join("?" * len(marks_for))
+        present.update(r[0] for r in conn.execute(
+            f"SELECT key FROM temp.mv WHERE state <> 'missing' AND tbl IN ({tbls}) "
+            f"AND key IN ({marks})", (*sorted(marks_for), *some)))
+        if target is None:
+            continue
+        for table in recalled:
+            try:
+                present.update(r[0] for r in conn.execute(
+                    f"SELECT {quote(table.key)} FROM {target}.{quote(table.name)} "
+                    f"WHERE {quote(table.key)} IN ({marks})", some))
+            except sqlite3.OperationalError:
+                continue  # the target has no such table: nothing of it is there
+    sole = [(key,) for key, ids in candidates if not set(ids) <= present]
+    conn.executemany("INSERT OR IGNORE INTO temp.sole VALUES (?)", sole)
+    return len(sole)
+
+
 class _Scrub:
     """The SQL functions a move scrubs with: `mnemo_scrub(seq, text)` for the copy
     (counting the rows that held a secret), `mnemo_redacted(text)` to recognise a
@@ -228,7 +391,7 @@ class _Scrub:
     def __init__(self, conn: sqlite3.Connection, policy: str | None) -> None:
         self.policy = policy
         self.found: set[int] = set()
-        self._secrets = _Secrets(policy or "redact")
+        self.secrets = Secrets(policy or "redact")
         conn.create_function("mnemo_scrub", 2, self.copy)
         conn.create_function("mnemo_scrub_document", 2, self.copy_document)
         conn.create_function("mnemo_event_hash", len(EVENT_HASH_COLUMNS) + 1, self.event_hash)
@@ -238,10 +401,15 @@ class _Scrub:
     def active(self) -> bool:
         return self.policy is not None and self.policy != "off"
 
+    @property
+    def redacts(self) -> bool:
+        """Whether a copied text can differ from its original (`redact`)."""
+        return self.policy == "redact"
+
     def copy(self, seq: int, value: Any, document: bool = False) -> Any:
         if not self.active:
             return value
-        result = self._secrets.find(value, document)
+        result = self.secrets.find(value, document)
         if result is None:
             return value  # no secret: the row is copied byte for byte
         self.found.add(seq)
@@ -399,6 +567,8 @@ class MoveOutcome:
     missing: list[tuple[str, Any]] = field(default_factory=list)  # in neither database
     remapped: int = 0
     secrets: int = 0  # copied rows that held a secret (redacted under `redact`)
+    stale_vectors: int = 0  # vector rows of redacted texts, not copied (module doc)
+    sole_summaries: int = 0  # summaries copied as memories: the only copy (module doc)
 
 
 def _check_compatible(src: Schema, dst: Schema, tables: set[str], dst_path: Path,
@@ -492,7 +662,8 @@ def _same_column(column: str, scrubbed: list[str], redacted: str | None) -> str:
 
 
 def _classify(conn: sqlite3.Connection, table: Table, redacted: str | None = None) -> int:
-    """Set each row's state: present (already in main), copy, or missing.
+    """Set each row's state: present (already in main), copy, missing, or drop (a
+    vector a redacting run did not copy: module doc).
 
     `redacted` ("target", "source" or None): which side may hold the other's
     redaction of a scrubbed column and still be the same row (module doc).
@@ -508,7 +679,7 @@ def _classify(conn: sqlite3.Connection, table: Table, redacted: str | None = Non
     matches = (f"EXISTS (SELECT 1 FROM main.{t} d JOIN src.{t} s ON s.{kcol} = temp.mv.key "
                f"WHERE d.{kcol} = temp.mv.new_key AND {same})")
     p = (table.name,)
-    conn.execute(f"UPDATE temp.mv SET state = CASE "
+    conn.execute(f"UPDATE temp.mv SET state = CASE WHEN {_DROPPED} THEN 'drop' "
                  f"WHEN NOT {src_has} THEN CASE WHEN {dst_has} THEN 'present' ELSE 'missing' END "
                  f"WHEN NOT {dst_has} THEN 'copy' "
                  f"WHEN {matches} THEN 'present' ELSE 'clash' END WHERE tbl = ?", p)
@@ -540,13 +711,25 @@ def _classify(conn: sqlite3.Connection, table: Table, redacted: str | None = Non
     return len(clashes)
 
 
-def _insert_sql(table: Table, scrub: bool = False) -> str:
+def _insert_sql(table: Table, scrub: bool = False, redacting: bool = False,
+                sole: bool = False) -> str:
     names = [c for c in table.names if c != table.surrogate]
+    # A summary that is the only copy of rows becomes a memory (`mark_sole_summaries`).
+    resource = sole and table.is_memory_table and table.has(SUMMARY_LIST_COLUMN)
     scrubbed = scrub_columns(table) if scrub else []
+    # A vector on a memory's own row goes with a redacted text (`mark_redacted`).
+    stale = table.vector_columns if redacting and table.is_memory_table else []
     exprs = []
     rehash = "payload" in scrubbed and all(table.has(c) for c in EVENT_HASH_COLUMNS)
     for c in names:
-        if c in scrubbed:
+        if c in stale:
+            exprs.append(f"CASE WHEN EXISTS (SELECT 1 FROM temp.redacted r WHERE r.id = "
+                         f"{_key_expr(table, 's')}) THEN NULL ELSE s.{quote(c)} END")
+        elif c == SOURCE_COLUMN and resource:
+            exprs.append(f"CASE WHEN EXISTS (SELECT 1 FROM temp.sole o WHERE o.id = "
+                         f"{_key_expr(table, 's')}) THEN '{SOLE_COPY_SOURCE}' "
+                         f"ELSE s.{quote(c)} END")
+        elif c in scrubbed:
             function = "mnemo_scrub_document" if c in SCRUB_JSON_COLUMNS else "mnemo_scrub"
             exprs.append(f"{function}(m.seq, s.{quote(c)})")
         elif c == "event_hash" and rehash:
@@ -575,7 +758,8 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
          journal_rows: Callable[[list[list[Any]]], None],
          on_copied: Callable[[MoveOutcome], None],
          progress: Progress | None = None, scrub_policy: str | None = None,
-         redacted: str | None = None, absent_tables_empty: bool = False) -> MoveOutcome:
+         redacted: str | None = None, absent_tables_empty: bool = False,
+         sole_summaries: bool = False) -> MoveOutcome:
     """Move the rows `choose` puts in `temp.mv` from `source` to `target`.
 
     With `scrub_policy` (`redact`, `warn`; `off` or None: verbatim) each
@@ -588,6 +772,9 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
     committed never created, in the bank, the tables upstream makes on first
     use (annotations, gists); those rows are where they were.  Without it such
     a table is an error (a journal that does not fit its database).
+    With `sole_summaries` (a forward run) a sleep summary that is the only copy
+    of rows it lists is copied as a memory (module doc); a revert moves rows
+    back as they are.
 
     `choose(conn, source_schema)` fills temp.mv (fresh selection or journal);
     `journal_rows(rows)` must durably record the final list before the target
@@ -623,6 +810,11 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
         _check_compatible(src_schema, dst_schema, tables, target, dst_conn)
         for name in tables:
             outcome.remapped += _classify(dst_conn, src_schema.tables[name], redacted)
+        if scrubber.redacts:
+            mark_redacted(dst_conn, src_schema, scrubber.secrets, tables)
+            drop_stale_vectors(dst_conn, src_schema, tables)
+        if sole_summaries:
+            outcome.sole_summaries = mark_sole_summaries(dst_conn, src_schema, tables)
         rows = read_rows(dst_conn)
         journal_rows(rows)
         fault("after-rows-journal")
@@ -633,7 +825,8 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
         for table in src_schema.ordered():
             if table.name not in tables:
                 continue
-            sql = _insert_sql(table, scrub=scrubber.active)
+            sql = _insert_sql(table, scrub=scrubber.active, redacting=scrubber.redacts,
+                              sole=sole_summaries)
             seqs = [r[0] for r in dst_conn.execute(
                 "SELECT seq FROM temp.mv WHERE tbl = ? AND state = 'copy' ORDER BY seq",
                 (table.name,))]
@@ -660,12 +853,16 @@ def move(source: Path, target: Path, *, choose: Callable[[sqlite3.Connection, Sc
                 raise DataError(f"verification failed for {name}: {found} of {expected} rows "
                                 f"in {target}; nothing was deleted")
         outcome.secrets = len(scrubber.found)
+        outcome.stale_vectors = dst_conn.execute(
+            "SELECT count(*) FROM temp.mv WHERE state = 'drop' AND key IS NOT NULL").fetchone()[0]
         outcome.already_there = dst_conn.execute(
             "SELECT count(*) FROM temp.mv WHERE state = 'present'").fetchone()[0]
         outcome.missing = [tuple(r) for r in dst_conn.execute(
             "SELECT tbl, key FROM temp.mv WHERE state = 'missing' ORDER BY seq")]
+        # A dropped vector leaves the source with its memory (a revert's has no key).
         to_delete = [(r[0], r[1]) for r in dst_conn.execute(
-            "SELECT tbl, key FROM temp.mv WHERE state IN ('copy', 'present') ORDER BY seq")]
+            "SELECT tbl, key FROM temp.mv WHERE state IN ('copy', 'present') "
+            "OR (state = 'drop' AND key IS NOT NULL) ORDER BY seq")]
         dst_conn.execute("COMMIT")
         fault("after-copy-commit")
         on_copied(outcome)

@@ -26,6 +26,10 @@ from ..record import asdict, field, record
 JOURNAL_VERSION = 1
 
 # A journal row, stored as a list in this column order (compact for 100k rows).
+# A row with a `key` but no `new_key` is a vector a redacting run did not copy
+# (its text held a secret): deleted from the source, never copied; reversed, it
+# has a `new_key` but no `key`, and a revert has nothing to move back for it
+# (`engine` module doc).
 ROW_FIELDS = ("table", "key", "new_key", "owner",
               "session_set", "old_session", "new_session",
               "scope_set", "old_scope", "new_scope",

@@ -13,6 +13,11 @@ schema is handled without code changes:
   memory_validations): a row belongs to the memory it points at;
 - *edge tables* (`graph_edges`: `source`/`target` ids) follow their source.
 
+Among the child tables, *vector tables* hold a vector computed from their
+memory's text (`VECTOR_COLUMNS`); a memory table may carry one on its own row
+(a sleep summary's `binary_vector`).  A move that redacts a memory's text
+does not copy them (`engine.mark_redacted`).
+
 Full-text tables are maintained by upstream's triggers on the base tables,
 so they follow their rows without being copied by hand.  Tables with neither
 a session nor a memory link (triples, canonical_facts, consolidated_facts,
@@ -36,6 +41,10 @@ CHANNEL_COLUMN = "channel_id"
 TIME_COLUMNS = ("timestamp", "created_at", "date", "updated_at", "valid_from")
 TEXT_COLUMNS = ("content", "text", "value", "description", "instruction", "preference",
                 "object", "summary_preview", "edge_type")
+# Columns that hold a vector computed from a memory's text: upstream's
+# `memory_embeddings.embedding_json`, the `binary_vector` it keeps on a summary's
+# own row (and in a `binary_vectors` table), mnemo's `mnemo_vectors.vector`.
+VECTOR_COLUMNS = ("embedding_json", "embedding", "vector", "binary_vector")
 
 
 @record(frozen=True)
@@ -74,6 +83,17 @@ class Table:
     def is_memory_table(self) -> bool:
         """A session table whose text ids other tables point at."""
         return self.kind == "session" and self.key_is_text and self.ref_column is None
+
+    @property
+    def vector_columns(self) -> list[str]:
+        return [c.name for c in self.columns if c.name in VECTOR_COLUMNS]
+
+    @property
+    def is_vector_table(self) -> bool:
+        """A table of vectors, each pointing at the memory whose text it was computed
+        from (`memory_embeddings`, `mnemo_vectors`, `binary_vectors`)."""
+        return (not self.is_memory_table and self.ref_column is not None
+                and bool(self.vector_columns))
 
 
 @record
