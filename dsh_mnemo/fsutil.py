@@ -3,8 +3,11 @@
 Everything mnemo keeps is private to the user who runs it: files 0600,
 directories 0700 (docs/privacy.md).  `secure_process` sets the process umask
 so that whatever a process creates (SQLite's databases, WAL and journal
-files included) is private, and makes an existing data dir private once.
-The primitives here do not rely on the umask: their files are 0600.
+files included) is private, and makes an existing data dir private once: the
+CLI, the hook and the server call it first.  A program that uses the library
+itself keeps its own umask; `private_files` makes mnemo's calls private
+there, for their duration only.  The primitives here do not rely on the
+umask: their files are 0600, and the directories they create 0700.
 """
 
 from __future__ import annotations
@@ -31,9 +34,33 @@ PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 
 
+def make_dirs(folder: Path, *, private: bool = True) -> None:
+    """Create `folder` and any missing parent, each 0700 when `private`.
+
+    `Path.mkdir(mode=..., parents=True)` gives its mode to the last directory
+    only, the parents it creates get the umask's (0755 under the usual 022):
+    a new data dir would be listable by everyone.  Directories that exist are
+    left as they are."""
+    if folder.is_dir():
+        return
+    if not private:
+        folder.mkdir(parents=True, exist_ok=True)
+        return
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            each.mkdir(mode=PRIVATE_DIR)
+
+
 def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> None:
-    """Write `text` to `path` so readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `text` to `path` so readers see the old or the new file, never half.
+
+    A missing directory is created 0700 for a private file (`mode` without
+    group or other bits), as the umask would for any other file."""
+    make_dirs(path.parent, private=not (mode & 0o077))
     import tempfile
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -96,7 +123,7 @@ def write_cache_file(path: Path, data: bytes | Callable[[BinaryIO], None]) -> No
     `data` is the bytes, or a function that writes them to the open file (a
     large matrix, written without a copy of it).  The file is written whole
     under a temporary name (`.NAME.PID.THREAD.tmp`), then renamed."""
-    path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    make_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
@@ -149,7 +176,7 @@ def backup_copy(path: Path, folder: Path, label: str) -> Path:
     user's config file as it was before mnemo edited it."""
     import shutil
 
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = folder / f"{label}-{stamp}-{int(time.time() * 1000) % 1000:03d}-{path.name}"
     shutil.copy2(path, target)
@@ -175,7 +202,7 @@ def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Itera
     The kernel drops the lock when the holder dies, so a killed process never
     leaves a stale lock behind.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         deadline = time.monotonic() + timeout
@@ -198,7 +225,7 @@ def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Itera
 
 def try_lock(path: Path) -> int | None:
     """Take an exclusive lock without waiting; returns the fd or None if held."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -292,7 +319,11 @@ def secure_process(base: Path | None = None, *, fix_existing: bool = True) -> bo
 
     Never raises; returns True when it changed modes this time.
     """
-    os.umask(PRIVATE_UMASK)
+    global _saved_umask
+    with _umask_lock:
+        os.umask(PRIVATE_UMASK)
+        # Called inside a `private_files` block: its end keeps the process private.
+        _saved_umask = PRIVATE_UMASK
     if not fix_existing:
         return False
     try:
@@ -309,3 +340,60 @@ def secure_process(base: Path | None = None, *, fix_existing: bool = True) -> bo
         return True
     except (OSError, ValueError):
         return False
+
+
+# ─── Private files in a host process ───────────────────────────────────────
+#
+# A program that imports the library (not the CLI, the hook or the server,
+# which call `secure_process` first) has its own umask, usually 022.  What
+# mnemo writes itself is private whatever the umask (the primitives above),
+# but most of its files are created by others: SQLite creates a bank, and its
+# `-wal`/`-shm` files with the bank's mode; Mnemosyne creates bank folders,
+# seeds `config.yaml`, opens its query cache; later versions may add more.
+# Creating each of those private by hand would miss the next one, and a chmod
+# after the fact leaves a moment in which another user can open the file and
+# keep it open.  So mnemo's entry points (`memory.store`'s reads and writes,
+# the memory commands) run under umask 077 for their duration only, and give
+# the host its umask back afterwards.  The umask belongs to the whole process:
+# meanwhile, a file another thread of the host creates is private too (never
+# less private than it asked).  Nested and concurrent calls share one window:
+# the first sets it, the last to leave restores it.
+
+_umask_lock = threading.Lock()
+_umask_depth = 0  # mnemo calls inside a `private_files` block right now
+_saved_umask = 0  # the umask to give back when the last one leaves
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Run the block (or, as `@private_files()`, the function) with umask 077.
+
+    Every file created meanwhile is 0600 and every directory 0700, whoever
+    creates it (SQLite, Mnemosyne); bits the caller's umask already removes
+    stay removed.  The caller's umask is restored when the last block ends
+    (it is the process's: see above).  A process that called `secure_process`
+    stays private."""
+    global _umask_depth, _saved_umask
+    with _umask_lock:
+        if _umask_depth == 0:
+            previous = os.umask(PRIVATE_UMASK)
+            if previous & ~PRIVATE_UMASK:
+                os.umask(previous | PRIVATE_UMASK)
+            _saved_umask = previous
+        _umask_depth += 1
+    try:
+        yield
+    finally:
+        with _umask_lock:
+            _umask_depth -= 1
+            if _umask_depth == 0:
+                os.umask(_saved_umask)
+
+
+def _after_fork_in_child() -> None:
+    # A child forked while another thread held the lock would wait for it forever.
+    global _umask_lock
+    _umask_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -33,7 +33,7 @@ function __mnemo_value_options
         case 'remember'
             echo --scope --importance --source --session
         case 'recall'
-            echo --top-k -k --session
+            echo --top-k -k --kind --session
         case 'forget'
             echo --session
         case 'stats'
@@ -177,6 +177,7 @@ complete -c mnemo -n '__mnemo_in \'remember\'' -l 'session' -x -d 'Conversation 
 complete -c mnemo -n '__mnemo_in \'remember\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'remember\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'recall\'' -l 'top-k' -s 'k' -x -d 'Most results to show.'
+complete -c mnemo -n '__mnemo_in \'recall\'' -l 'kind' -x -a 'memory turn summary all' -d 'What to search: `memory` (what was remembered, standing memories included), `turn` (captured conversation turns: your earlier prompts, and replies if captured), `summary` (what `mnemo sleep` wrote), or `all` (every row, by score alone).'
 complete -c mnemo -n '__mnemo_in \'recall\'' -l 'session' -x -d 'Conversation id (for session scope or session recall mode).'
 complete -c mnemo -n '__mnemo_in \'recall\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'recall\'' -s 'h' -l 'help' -d 'Show the help and exit.'

@@ -32,6 +32,13 @@ class Scope(str, Enum):
     global_ = "global"
 
 
+class Kind(str, Enum):
+    memory = "memory"
+    turn = "turn"
+    summary = "summary"
+    all = "all"
+
+
 SessionOpt = Annotated[str | None, typer.Option(
     "--session", envvar="MNEMO_SESSION_ID",
     help="Conversation id (for session scope or session recall mode).")]
@@ -107,25 +114,47 @@ def recall(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100,
                                        help="Most results to show.")] = 5,
+    kind: Annotated[Kind, typer.Option(
+        "--kind", help="What to search: `memory` (what was remembered, standing memories "
+        "included), `turn` (captured conversation turns: your earlier prompts, and replies "
+        "if captured), `summary` (what `mnemo sleep` wrote), or `all` (every row, by score "
+        "alone).")] = Kind.memory,
     session: SessionOpt = None,
     json: JsonOpt = False,
 ):
     """Search this workspace's memory (and global memory)."""
     if not query.strip():
         raise usage_error("the query is empty", hint="Give a few words to look for.")
-    return core.recall(settings(), query, top_k=top_k, session_id=session)
+    return core.recall(settings(), query, top_k=top_k, session_id=session, kind=kind.value)
+
+
+# How the view names each kind of row, one and several.
+KIND_NAMES = {"memory": ("memory", "memories"),
+              "turn": ("captured conversation turn", "captured conversation turns"),
+              "summary": ("sleep summary", "sleep summaries")}
 
 
 @view("recall")
 def _recalled(report: Any) -> None:
+    several = len(report.kinds) > 1
     if not report.results:
-        err.print("No matching memories.")
-        return
-    grid = table("id", "score", "level", "date", "memory")
-    for m in report.results:
-        grid.add_row(m.id, f"{m.score:.2f}", m.level, (m.timestamp or "")[:10],
-                     escape(m.content))
-    out.print(grid)
+        what = KIND_NAMES[report.kinds[0]][1] if not several else "memories"
+        err.print(f"No matching {what}.")
+    else:
+        columns = ("id", "score", "level", "date", *(("kind",) if several else ()), "memory")
+        grid = table(*columns)
+        for m in report.results:
+            grid.add_row(m.id, f"{m.score:.2f}", m.level, (m.timestamp or "")[:10],
+                         *((m.kind,) if several else ()), escape(m.content))
+        out.print(grid)
+    if report.left_out:
+        # On stderr: the table alone goes down a pipe.
+        parts = [f"{n} {KIND_NAMES[k][0 if n == 1 else 1]}"
+                 for k, n in sorted(report.left_out.items())]
+        option = (f"--kind {next(iter(report.left_out))}" if len(report.left_out) == 1
+                  else "--kind all")
+        them = "it" if sum(report.left_out.values()) == 1 else "them"
+        err.print(f"Also matching: {', '.join(parts)} (`{option}` shows {them}).", style="dim")
 
 
 @reports

@@ -2,6 +2,9 @@
 
 Each command resolves its context once through `resolve_memory_context`
 (the single place that decides the namespace) and calls into `memory`.
+Each runs under `fsutil.private_files`, so that what it creates (the index,
+banks, calibration, vector files) is private when a program calls it under
+its own umask (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from pathlib import Path
 
 from .. import paths
 from ..config import Settings
-from ..errors import ExitCode, FilteredError, MnemoError
+from ..errors import ExitCode, FilteredError, MnemoError, usage_error
+from ..fsutil import private_files
 from ..memory import banks, consolidate, semantic, store
 from ..memory.targets import GLOBAL_TARGET, read_target
 from ..record import field, record
@@ -24,6 +28,7 @@ def _context(settings: Settings, cwd: Path | None, session_id: str | None,
     return resolve_memory_context(cwd, session_id, settings, mode=mode)
 
 
+@private_files()
 def remember(settings: Settings, text: str, *, scope: str = "workspace",
              session_id: str | None = None, source: str = "user",
              importance: float | None = None, standing: bool = False,
@@ -81,19 +86,42 @@ class RecallReport:
     namespace: str
     level: str
     results: list[store.Memory]
+    kinds: list[str] = field(default_factory=list)  # the kinds searched (`store.KINDS`)
+    left_out: dict[str, int] = field(default_factory=dict)  # `store.Found.left_out`
 
 
+# `mnemo recall --kind`: what each choice searches.
+RECALL_KINDS: dict[str, tuple[str, ...]] = {
+    **{kind: (kind,) for kind in store.KINDS}, "all": store.KINDS}
+
+
+@private_files()
 def recall(settings: Settings, query: str, *, top_k: int = 5, session_id: str | None = None,
-           cwd: Path | None = None) -> Report:
+           cwd: Path | None = None, kind: str = "all") -> Report:
+    """Search this context's memory (and global memory) for the rows of `kind`
+    (`RECALL_KINDS`).  `mnemo recall` asks for `memory` unless told otherwise;
+    the default here, `all`, is every row ranked by score alone, as callers
+    of this function (the MCP server's `recall`) have always had it."""
+    kinds = RECALL_KINDS.get(kind)
+    if kinds is None:
+        raise usage_error(f"unknown kind {kind!r}",
+                          hint=f"Use one of: {', '.join(RECALL_KINDS)}.")
     ctx = _context(settings, cwd, session_id)
-    results = store.recall(ctx, query, top_k=top_k, embed=semantic.embedder(settings))
+    embed = semantic.embedder(settings)
+    if kind == "all":
+        results, left_out = store.recall(ctx, query, top_k=top_k, embed=embed), {}
+    else:
+        found = store.search(ctx, query, kinds=kinds, top_k=top_k, embed=embed)
+        results, left_out = found.results, found.left_out
     return Report("recall", RecallReport(query=query, namespace=ctx.namespace or "",
-                                         level=ctx.mode, results=results))
+                                         level=ctx.mode, results=results, kinds=list(kinds),
+                                         left_out=left_out))
 
 
 FORGET_HINT = "`mnemo recall` shows the ids you can forget here."
 
 
+@private_files()
 def forget(settings: Settings, memory_id: str, *, session_id: str | None = None,
            cwd: Path | None = None) -> Report:
     memory_id = given_id(memory_id, "memory", FORGET_HINT)
@@ -113,6 +141,7 @@ COUNTERS = ("working", "working_consolidated", "working_unconsolidated", "episod
             "due")
 
 
+@private_files()
 def stats(settings: Settings, *, all_banks: bool = False, session_id: str | None = None,
           cwd: Path | None = None) -> Report:
     if all_banks:
@@ -128,6 +157,7 @@ def stats(settings: Settings, *, all_banks: bool = False, session_id: str | None
     return Report("stats", report)
 
 
+@private_files()
 def sleep(settings: Settings, *, all_banks: bool = False, dry_run: bool = False,
           force: bool = False, session_id: str | None = None, cwd: Path | None = None,
           progress: Progress | None = None) -> Report:
@@ -167,6 +197,7 @@ class ReindexReport:
     scale: str = ""
 
 
+@private_files()
 def reindex(settings: Settings, *, all_banks: bool = False, session_id: str | None = None,
             cwd: Path | None = None, progress: Progress | None = None) -> Report:
     """Give every memory (of this workspace, or of every bank) a current vector.

@@ -12,6 +12,11 @@ module (docs/upstream.md):
 Upstream itself is reached only through `driver`, imported by the calls that
 need it (a semantic prompt's recall does not: `lexical`); bank reads go
 through `banks`.
+
+Every entry point here runs under `fsutil.private_files`: the banks, their
+`-wal`/`-shm` files and whatever else SQLite and Mnemosyne create for them
+are private (docs/privacy.md) in a program that uses the library under its
+own umask, as they are in a mnemo process.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
+from ..fsutil import private_files
 from ..record import field, record
 from ..workspace.context import MemoryContext
 from . import banks
@@ -29,6 +35,24 @@ from .targets import GLOBAL_TARGET, Target, read_target, write_target
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
     from typing import Any
+
+
+# What a recalled row is (`mnemo recall --kind`): a memory (what was stored as
+# one: `mnemo remember`, standing memories, MCP and imported notes), a captured
+# conversation turn (`banks.TALK_SOURCE`: the user's own questions and
+# requests, the assistant's replies), or a sleep summary (`banks.SUMMARY_SOURCE`:
+# rows that are still there, repeated).
+MEMORY_KIND, TURN_KIND, SUMMARY_KIND = "memory", "turn", "summary"
+KINDS = (MEMORY_KIND, TURN_KIND, SUMMARY_KIND)
+
+
+def kind_of(source: str | None) -> str:
+    """The kind (`KINDS`) of a row stored with `source`."""
+    if source == banks.TALK_SOURCE:
+        return TURN_KIND
+    if source == banks.SUMMARY_SOURCE:
+        return SUMMARY_KIND
+    return MEMORY_KIND
 
 
 @record
@@ -46,6 +70,11 @@ class Memory:
     # Its unit vector when recall was semantic: the gate compares candidates
     # with each other (near-duplicates, a later fact superseding an earlier).
     vector: Any = field(default=None, repr=False, compare=False, metadata={"json": False})
+    kind: str = ""  # `KINDS`: from `source` when not given
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            self.kind = kind_of(self.source)
 
 
 @record
@@ -75,6 +104,7 @@ class ForgetResult:
     copies: dict[str, int] = field(default_factory=dict)  # extracted copies, edges, vectors
 
 
+@private_files()
 def protect_before_write(target: Target, base: Path | None = None) -> int:
     """Consolidate rows that the write's trim would otherwise delete.
 
@@ -117,6 +147,7 @@ def protect_before_write(target: Target, base: Path | None = None) -> int:
 
 # ─── Remember / recall / forget ────────────────────────────────────────────
 
+@private_files()
 def remember(ctx: MemoryContext, text: str, *, level: str | None = None,
              source: str = "user", importance: float = 0.5,
              base: Path | None = None, scrub_policy: str = "redact",
@@ -126,6 +157,7 @@ def remember(ctx: MemoryContext, text: str, *, level: str | None = None,
                        scrub_policy=scrub_policy, embed=embed)
 
 
+@private_files()
 def remember_at(target: Target, text: str, *, source: str = "user", importance: float = 0.5,
                 base: Path | None = None, scrub_policy: str = "redact",
                 embed: Any = None) -> WriteResult:
@@ -296,6 +328,7 @@ LEXICAL_BONUS = 0.02
 LEXICAL_TOP = 5
 
 
+@private_files()
 def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: float = 0.0,
            temporal_halflife: float | None = None, base: Path | None = None,
            embed: Any = None, tracking: list[Any] | None = None,
@@ -342,6 +375,127 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
 def nearest_fetch(top_k: int) -> int:
     """How many nearest vectors per bank a hybrid recall of `top_k` considers."""
     return max(top_k * 3, 15)
+
+
+@record
+class Found:
+    """The rows of some kinds that match a query (`search`)."""
+
+    results: list[Memory]  # best first
+    # Per kind not searched, its rows among the best `top_k` of every kind (what
+    # `recall` would have given): what the search left out.
+    left_out: dict[str, int] = field(default_factory=dict)
+
+
+# How deep `search` looks, at most, for rows of the kinds it was asked for: the
+# recall of every kind at this `top_k` (its vector leg takes three times as
+# many nearest rows per bank).
+MAX_SEARCH_DEPTH = 900
+
+
+@private_files()
+def search(ctx: MemoryContext, query: str, *, kinds: Any = KINDS, top_k: int = 5,
+           words_first: bool = False, embed: Any = None, base: Path | None = None) -> Found:
+    """The best `top_k` rows of `kinds` (`KINDS`) matching `query`: `mnemo recall`.
+
+    The rows are `recall`'s, with the same scores, and the other kinds taken
+    out.  A chatty workspace holds many more captured turns than memories, so
+    the recall goes deeper (up to `MAX_SEARCH_DEPTH`) until it has `top_k`
+    rows of these kinds (`top_k` memories, `words_first`) or nothing more
+    matches.
+
+    With `words_first`, the memories that contain a word of the query come
+    first, best first, then the other rows, best first.  A user's own earlier
+    question resembles the query more than the memory that answers it does
+    ("how do we deploy …?" scores 0.88 against "deploy", "We deploy with make
+    release" 0.83), so by similarity alone it came first; the margin is too
+    thin and too model-dependent to correct by a score (a turn that matches
+    stands as far above the memories that do not).  A word of the query in a
+    memory is evidence of its own, from the bank's full-text index.
+
+    Only the rows returned count as recalled (upstream's lexical recall would
+    count every row it looked at, at every depth).
+    """
+    wanted = frozenset(kinds)
+    if not wanted or not wanted <= frozenset(KINDS):
+        raise RefusedError(f"unknown kind of memory: {', '.join(sorted(wanted - set(KINDS)))}"
+                           if wanted else "no kind of memory to search",
+                           hint=f"Kinds: {', '.join(KINDS)}.")
+    if not query or not query.strip():
+        raise RefusedError("the query is empty")
+    if top_k < 1:
+        raise RefusedError("--top-k must be at least 1")
+    needed = frozenset([MEMORY_KIND]) if words_first else wanted
+    pending = None
+    if embed is not None:
+        from ..embed import PendingQuery
+
+        pending = PendingQuery(embed, query)  # embedded once, whatever the depth
+    depth = top_k
+    while True:
+        tracking: list[Any] = []
+        pool = recall(ctx, query, top_k=depth, embed=embed, base=base, tracking=tracking,
+                      pending=pending)
+        if (sum(m.kind in needed for m in pool) >= top_k or len(pool) < depth
+                or depth >= MAX_SEARCH_DEPTH):
+            break
+        depth = min(depth * 4, MAX_SEARCH_DEPTH)
+    kept = [m for m in pool if m.kind in wanted]
+    if words_first:
+        worded = _with_words(ctx, query, [m for m in kept if m.kind == MEMORY_KIND], base)
+        first = [m for m in kept if m.id in worded][:top_k]
+        kept = first + [m for m in kept if m.id not in worded]
+    results = kept[:top_k]
+    left_out: dict[str, int] = {}
+    for memory in pool[:top_k]:
+        if memory.kind not in wanted:
+            left_out[memory.kind] = left_out.get(memory.kind, 0) + 1
+    if tracking and results:
+        # upstream's recall ran (no model): count what is shown, as it would have
+        note_recalled(ctx, results, base=base)
+    return Found(results=results, left_out=left_out)
+
+
+# The rows of a bank's full-text indexes (`lexical`'s tables) that match.
+_WORDED = (
+    "SELECT m.id FROM fts_working f JOIN working_memory m ON m.id = f.id "
+    "WHERE fts_working MATCH ? AND m.id IN ({marks})",
+    "SELECT m.id FROM fts_episodes f JOIN episodic_memory m ON m.rowid = f.rowid "
+    "WHERE fts_episodes MATCH ? AND m.id IN ({marks})",
+)
+
+
+def _with_words(ctx: MemoryContext, query: str, memories: list[Memory],
+                base: Path | None) -> set[str]:
+    """The ids of `memories` (recalled for `ctx`) that contain a word `lexical`
+    would look for in `query` (none for a query of stop words, or in CJK)."""
+    import sqlite3
+
+    from .lexical import match_expression
+
+    expression = match_expression(query)
+    if expression is None or not memories:
+        return set()
+    own = read_target(ctx)
+    found: set[str] = set()
+    for target in {own.bank: own, GLOBAL_TARGET.bank: GLOBAL_TARGET}.values():
+        ids = [m.id for m in memories if m.bank == target.bank]
+        if not ids:
+            continue
+        db_path = target.db_path(base)
+        with banks.reader(db_path) as conn, banks.translate_sqlite_errors(db_path):
+            if conn is None:
+                continue
+            for start in range(0, len(ids), IDS_PER_STATEMENT):
+                some = ids[start:start + IDS_PER_STATEMENT]
+                for sql in _WORDED:
+                    try:
+                        found.update(str(row[0]) for row in conn.execute(
+                            sql.format(marks=",".join("?" * len(some))), (expression, *some)))
+                    except sqlite3.OperationalError as exc:
+                        if "no such table" not in str(exc) and "no such column" not in str(exc):
+                            raise
+    return found
 
 
 @record
@@ -421,6 +575,7 @@ def _joint_profile(profiles: list[Any]) -> dict[str, float]:
     return {"best": best, "mean": mean, "std": std, "count": count}
 
 
+@private_files()
 def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
     """Apply the recall bookkeeping a `recall(tracking=...)` deferred."""
     if not tracking:
@@ -434,6 +589,7 @@ def record_recalls(tracking: list[Any], base: Path | None = None) -> int:
 NOTE_BUSY_SECONDS = 1.0
 
 
+@private_files()
 def note_recalled(ctx: MemoryContext, memories: list[Memory], *,
                   base: Path | None = None) -> int:
     """Count `memories` (a semantic recall's, as the prompt injected them) as recalled.
@@ -592,23 +748,29 @@ def _rows_by_id(target: Target, ids: list[str], base: Path | None) -> list[Memor
     if not ids:
         return []
     db_path = target.db_path(base)
-    marks = ",".join("?" * len(ids))
     found: list[Memory] = []
     with banks.reader(db_path) as conn, banks.translate_sqlite_errors(db_path):
         if conn is None:
             return []
-        for table, tier in (("working_memory", "working"), ("episodic_memory", "episodic")):
-            for row in banks.rows(
-                    conn, f"SELECT id, content, timestamp, source, importance, scope "
-                          f"FROM {table} WHERE id IN ({marks}) "
-                          f"AND (session_id = ? OR scope = 'global')",
-                    (*ids, target.namespace)):
-                found.append(Memory(
-                    id=str(row[0]), content=str(row[1] or ""), score=0.0,
-                    level="global" if row[5] == "global" else target.level,
-                    timestamp=row[2], source=row[3], importance=float(row[4] or 0.0),
-                    tier=tier, bank=target.bank))
+        # in slices: an SQLite older than 3.32 takes at most 999 parameters
+        for start in range(0, len(ids), IDS_PER_STATEMENT):
+            some = ids[start:start + IDS_PER_STATEMENT]
+            marks = ",".join("?" * len(some))
+            for table, tier in (("working_memory", "working"), ("episodic_memory", "episodic")):
+                for row in banks.rows(
+                        conn, f"SELECT id, content, timestamp, source, importance, scope "
+                              f"FROM {table} WHERE id IN ({marks}) "
+                              f"AND (session_id = ? OR scope = 'global')",
+                        (*some, target.namespace)):
+                    found.append(Memory(
+                        id=str(row[0]), content=str(row[1] or ""), score=0.0,
+                        level="global" if row[5] == "global" else target.level,
+                        timestamp=row[2], source=row[3], importance=float(row[4] or 0.0),
+                        tier=tier, bank=target.bank))
     return found
+
+
+IDS_PER_STATEMENT = 900
 
 
 # Characters of an id that may stand for it when no other id starts with them,
@@ -641,6 +803,7 @@ def resolve_id(given: str, ids: list[str], what: str, where: str, hint: str) -> 
     return chosen
 
 
+@private_files()
 def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> ForgetResult:
     """Delete one row of the current namespace, or a global row; refuse anything else.
 

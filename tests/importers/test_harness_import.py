@@ -91,10 +91,13 @@ def test_sessions_go_to_the_workspace_of_their_directory_once(
 
     # Recalled from the right workspace only (imported turns have vectors: a semantic
     # recall ranks every row of the namespace, the matching one first).
-    recalled = json.loads(mnemo("recall", "release", "--json", cwd=alpha.path).stdout)
+    # Imported turns are conversation turns: `mnemo recall` asks for them by kind.
+    recalled = json.loads(mnemo("recall", "release", "--kind", "turn", "--json",
+                                cwd=alpha.path).stdout)
     assert [m["content"] for m in recalled["results"]][:1] == ["[USER] Alpha uses make release"]
     assert {m["content"] for m in recalled["results"]} <= {r[0] for r in rows(alpha, data_dir)}
-    recalled = json.loads(mnemo("recall", "release", "--json", cwd=beta.path).stdout)
+    recalled = json.loads(mnemo("recall", "release", "--kind", "turn", "--json",
+                                cwd=beta.path).stdout)
     assert {m["content"] for m in recalled["results"]} <= {r[0] for r in rows(beta, data_dir)}
     assert mnemo("recall", "memory", "--json", cwd=loose).exit_code == 4
 
@@ -281,6 +284,6 @@ def test_imported_turns_get_their_vectors_and_rank_first_when_they_match(
                     "mnemo_vectors v ON v.memory_id = w.id WHERE w.source = 'conversation'")
     assert [v[0] for v in vectors] == [
         "[USER] Please set up the Postgres 16 container for beta's integration tests."]
-    found = json.loads(mnemo("recall", "Postgres 16 container integration tests", "--json",
-                             cwd=beta.path).stdout)["results"]
+    found = json.loads(mnemo("recall", "Postgres 16 container integration tests", "--kind",
+                             "turn", "--json", cwd=beta.path).stdout)["results"]
     assert found[0]["content"].startswith("[USER] Please set up the Postgres 16")

@@ -196,6 +196,63 @@ def test_recall_with_nothing_matching_and_in_unbound_dirs(two, loose):
     assert mnemo("recall", "  ", cwd=a.path).exit_code == ExitCode.USAGE
 
 
+def capture_turn(repo, text: str) -> str:
+    """Store `text` as turn capture stores a user's prompt (its source says so)."""
+    from dsh_mnemo.memory import banks, store
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    ctx = resolve_memory_context(repo.path, None, configure())
+    return store.remember(ctx, text, source=banks.TALK_SOURCE).id
+
+
+def test_recall_shows_memories_and_says_what_turns_it_left_out(two):
+    a, b = two
+    fact = remember_id(a.path, "we deploy with make release from the main branch")
+    asked = capture_turn(a, "[USER] how do we deploy with make release again?")
+    capture_turn(b, "[USER] deploy make release in beta")  # another workspace's turn
+
+    plain = doc(mnemo("recall", "deploy make release", "--json", cwd=a.path))
+    assert [r["id"] for r in plain["results"]] == [fact]
+    assert (plain["kinds"], plain["left_out"]) == (["memory"], {"turn": 1})
+    table = mnemo("recall", "deploy make release", cwd=a.path)
+    assert table.exit_code == 0 and fact in table.stdout and asked not in table.stdout
+    assert "Also matching: 1 captured conversation turn (`--kind turn` shows it)." \
+        in table.stderr
+
+    turns = doc(mnemo("recall", "deploy make release", "--kind", "turn", "--json",
+                      cwd=a.path))
+    assert [(r["id"], r["kind"], r["source"]) for r in turns["results"]] == [
+        (asked, "turn", "conversation")]
+    assert turns["left_out"] == {"memory": 1}
+
+    every = doc(mnemo("recall", "deploy make release", "--kind", "all", "--json", cwd=a.path))
+    assert {r["id"] for r in every["results"]} == {fact, asked}
+    assert (every["kinds"], every["left_out"]) == (["memory", "turn", "summary"], {})
+    # one kind keeps the scores and order that `all` gives its rows
+    assert [(r["id"], r["score"]) for r in every["results"] if r["kind"] == "turn"] == [
+        (r["id"], r["score"]) for r in turns["results"]]
+    mixed = mnemo("recall", "deploy make release", "--kind", "all", cwd=a.path)
+    assert "kind" in mixed.stdout and "Also matching" not in mixed.stderr
+
+    nothing = mnemo("recall", "deploy make release", "--kind", "summary", cwd=a.path)
+    assert nothing.exit_code == 0 and "No matching sleep summaries." in nothing.stderr
+    assert "Also matching: 1 memory, 1 captured conversation turn (`--kind all` shows " \
+        "them)." in nothing.stderr
+    assert mnemo("recall", "deploy", "--kind", "turns", cwd=a.path).exit_code == \
+        ExitCode.USAGE
+
+
+def test_recall_looks_past_many_turns_for_the_memories(two):
+    a, _ = two
+    fact = remember_id(a.path, "the staging cluster is called orchid")
+    for n in range(12):  # a chatty workspace: more turns than --top-k match first
+        capture_turn(a, f"[USER] is the staging cluster orchid up? try {n}")
+    found = doc(mnemo("recall", "staging cluster orchid", "--top-k", "2", "--json",
+                      cwd=a.path))
+    assert [r["id"] for r in found["results"]] == [fact]
+    assert found["left_out"] == {"turn": 2}
+
+
 def test_recall_shows_markup_like_text_verbatim(two):
     a, _ = two
     remember_id(a.path, "the [bold]config[/bold] key is [red] literal")
@@ -400,7 +457,7 @@ def test_sleep_sets_offline_mode_and_keeps_hermes_out_of_home(two, data_dir, iso
 
 ENVELOPE = {"schema_version", "kind"}
 MEMORY_KEYS = {"id", "content", "score", "level", "timestamp", "source", "importance", "tier",
-               "bank", "signals"}
+               "bank", "signals", "kind"}
 COUNT_KEYS = {"working", "working_consolidated", "working_unconsolidated", "episodic",
               "legacy", "due"}
 SLEEP_RESULT_KEYS = {"bank", "namespace", "status", "due", "items_consolidated",
@@ -419,12 +476,14 @@ def test_json_contracts(two, data_dir):
         False, "workspace", a.bank, a.namespace, 0)
 
     recalled = doc(mnemo("recall", "contracts", "--json", cwd=a.path))
-    assert set(recalled) == ENVELOPE | {"query", "namespace", "level", "results"}
+    assert set(recalled) == ENVELOPE | {"query", "namespace", "level", "results", "kinds",
+                                        "left_out"}
     assert recalled["kind"] == "recall" and recalled["schema_version"] == 1
+    assert (recalled["kinds"], recalled["left_out"]) == (["memory"], {})
     assert [set(r) for r in recalled["results"]] == [MEMORY_KEYS]
     first = recalled["results"][0]
-    assert (first["id"], first["level"], first["tier"]) == (remembered["id"], "workspace",
-                                                            "working")
+    assert (first["id"], first["level"], first["tier"], first["kind"]) == (
+        remembered["id"], "workspace", "working", "memory")
     assert isinstance(first["score"], float) and isinstance(first["signals"], dict)
 
     stats = doc(mnemo("stats", "--json", cwd=a.path))

@@ -231,7 +231,9 @@ export function createTools({ settings, env, sessions }) {
       async run(a, exec, name) {
         nonEmpty(name, 'query', a.query)
         if (a.top_k !== undefined && (a.top_k < 1 || a.top_k > 100)) throw new Error(`${name}: top_k must be 1 to 100`)
-        const argv = ['recall', a.query]
+        // Every kind of row, as the MCP server's `recall` tool: the captured turns are
+        // what earlier conversations said, and a summary may be all that is left of them.
+        const argv = ['recall', a.query, '--kind', 'all']
         if (a.top_k !== undefined) argv.push('--top-k', String(a.top_k))
         const doc = await call(exec, argv, 'recall')
         return {

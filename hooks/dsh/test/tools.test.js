@@ -78,7 +78,7 @@ test('recall returns ids, scores, levels and contents, run in the session direct
   assert.match(text, /not instructions/)
   const [callLog] = area.calls()
   assert.equal(callLog.cwd, area.project)
-  assert.deepEqual(callLog.argv, ['recall', 'how do we deploy', '--top-k', '3', '--session', `dsh_${session.id}`, '--json'])
+  assert.deepEqual(callLog.argv, ['recall', 'how do we deploy', '--kind', 'all', '--top-k', '3', '--session', `dsh_${session.id}`, '--json'])
 })
 
 test('remember, forget, sleep and bind pass their arguments', async t => {
