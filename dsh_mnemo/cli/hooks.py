@@ -102,7 +102,11 @@ def uninstall(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = F
 
 @view("hooks-uninstall")
 def _uninstalled(result: Any) -> None:
-    if result.action == "removed":
+    if not result.config_path:  # generic: nothing of the harness's own to edit
+        done = ("mnemo no longer counts the generic hooks as installed; "
+                if result.action == "removed" else "The generic hooks were not installed; ")
+        out.print(f"{done}stop calling {escape(result.wrapper_path or '')} from your harness.")
+    elif result.action == "removed":
         out.print(f"Removed mnemo's hooks for {result.harness} from "
                   f"{escape(result.config_path or '')}")
         if result.removed_file:
@@ -111,12 +115,9 @@ def _uninstalled(result: Any) -> None:
         if result.untrusted:
             out.print(f"  removed the {len(result.untrusted)} records of Codex's config.toml "
                       "that trusted them")
-    elif result.config_path:
+    else:
         out.print(f"No mnemo hooks for {result.harness} in {escape(result.config_path)}; "
                   "nothing changed.")
-    else:
-        out.print(f"The {result.harness} harness has no config file; stop calling "
-                  f"{escape(result.wrapper_path or '')} from your harness.")
     for step in result.next_steps:
         out.print(f"  - {escape(step)}")
 

@@ -550,8 +550,11 @@ def uninstall(harness: str, project: Path | None = None, *,
     spec = spec_for(harness)
     path = config_path(harness, project)
     if path is None:  # generic: forget the install; the wrapper stays for the others
-        generic_record(base).unlink(missing_ok=True)
-        return InstallResult(harness=harness, action="absent", config_path=None,
+        record = generic_record(base)
+        recorded = record.exists()
+        record.unlink(missing_ok=True)
+        return InstallResult(harness=harness, action="removed" if recorded else "absent",
+                             config_path=None,
                              backup_path=None, wrapper_path=str(wrapper_path(base)))
     variable = None if project is not None else config_dir_variable(harness)
     if not path.exists():

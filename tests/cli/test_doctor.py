@@ -350,8 +350,11 @@ def test_after_install_then_uninstall_doctor_reports_no_hooks_anywhere(
     hooks = {c["name"]: c["status"] for c in report["checks"] if c["name"].startswith("hooks:")}
     assert hooks.pop(f"hooks:{harness}") == "ok"
     assert set(hooks.values()) == {"info"}, hooks  # the wrapper made no other one "installed"
-    removed = runner.invoke(app, ["hooks", "uninstall", "--harness", harness])
+    removed = runner.invoke(app, ["hooks", "uninstall", "--harness", harness, "--json"])
     assert removed.exit_code == 0, removed.output
+    assert json.loads(removed.stdout)["action"] == "removed"
+    again = runner.invoke(app, ["hooks", "uninstall", "--harness", harness, "--json"])
+    assert json.loads(again.stdout)["action"] == "absent"
     code, report = run_doctor()
     hooks = {c["name"]: c for c in report["checks"] if c["name"].startswith("hooks:")}
     assert {c["status"] for c in hooks.values()} == {"info"}, hooks
