@@ -640,6 +640,69 @@ def _redact_tokens(text: str, findings: list[str]) -> str:
     return _sub(_AWS_SECRET_LOWERED, text, findings, _aws_secret)
 
 
+# ─── Tokens cut off at the edge of a text ──────────────────────────────────
+
+# Upstream keeps cut copies of what it stores: a gist is a memory's first 100
+# characters, a MEMORIA topic is cut to a length, a context snippet is a window
+# around a match marked `...` where it was cut ("...d1r for the staging cluster").
+# Of a token cut there, the piece left is too short for its pattern or has lost
+# its prefix, yet it is part of the secret; an old store's rows (migrate, adopt)
+# and a sleep over them are scrubbed in that shape.  A cut happens only at an
+# end of the text, so only the ends are looked at:
+# - the text ends inside a token of a known prefix (before `...` or `…`, if any);
+#   prefixes that could start a word want a digit in what follows them;
+# - a cut mark at the start or end of the text touches a random-looking run.
+_CUT_PREFIXES: tuple[tuple[str, str, bool], ...] = (
+    ("anthropic-key", "sk-ant-", False), ("openai-key", "sk-", True),
+    ("stripe-key", "[srp]k_(?:live|test)_", False), ("stripe-webhook-secret", "whsec_", False),
+    ("github-token", "gh[pousr]_", False), ("github-token", "github_pat_", False),
+    ("gitlab-token", "gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-", False),
+    ("aws-access-key", "A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|3T[A-Z0-9])", True),
+    ("slack-token", "xox[abposre]-", False), ("slack-token", "xapp-", False),
+    ("google-api-key", "AIza", True), ("google-oauth-secret", "GOCSPX-", False),
+    ("google-oauth-token", r"ya29\.", False), ("sendgrid-key", r"SG\.", True),
+    ("digitalocean-token", "do[por]_v1_", False), ("npm-token", "npm_", True),
+    ("pypi-token", "pypi-", True), ("huggingface-token", "hf_", True),
+    ("huggingface-token", "api_org_", False), ("heroku-key", "HRKU-", False),
+    ("sentry-token", "sntry[su]_", False), ("vault-token", r"hv[sbr]\.", False),
+    ("shopify-token", "shp(?:at|ss|ca|pa)_", False), ("linear-key", "lin_(?:api|oauth)_", False),
+    ("notion-token", "ntn_", False), ("age-secret-key", "AGE-SECRET-KEY-1", False),
+)
+# Searched over the last `_CUT_TAIL` characters only: constant time whatever the text.
+_CUT_TAIL = 320
+_CUT_END = lazy(
+    "(?<![A-Za-z0-9_+/=-])(?:"
+    + "|".join(f"(?P<c{i}>{prefix})" for i, (_, prefix, _) in enumerate(_CUT_PREFIXES))
+    + r")(?P<body>[A-Za-z0-9_.+/=-]{0,256})…?[ \t\r\n]{0,8}\Z")
+_CUT_RUN = r"[A-Za-z0-9_+/=-]{8,256}"
+_CUT_MARK = r"(?:\.{3}|…)"
+_CUT_START = lazy(r"\A[ \t\r\n]{0,8}" + _CUT_MARK + "(?P<run>" + _CUT_RUN + ")")
+_CUT_END_RUN = lazy(r"(?<![A-Za-z0-9_+/=-])(?P<run>" + _CUT_RUN + ")" + _CUT_MARK
+                    + r"[ \t\r\n]{0,8}\Z")
+
+
+def _redact_cut(text: str, findings: list[str]) -> str:
+    """Redact the piece of a token a cut left at either end of `text` (see above)."""
+    spans: list[_Span] = []
+    tail = max(0, len(text) - _CUT_TAIL)
+    if "..." in text or "…" in text:
+        start = _CUT_START.match(text)
+        if start is not None and _looks_random(start.group("run")):
+            spans.append(_Span(*start.span("run"), marker("token"), "token"))
+        end = _CUT_END_RUN.search(text, tail)
+        if end is not None and _looks_random(end.group("run")):
+            spans.append(_Span(*end.span("run"), marker("token"), "token"))
+    cut = _CUT_END.search(text, tail)
+    if cut is not None:
+        index = next(int(name[1:]) for name, value in cut.groupdict().items()
+                     if name != "body" and value is not None)
+        kind, _, wants_digit = _CUT_PREFIXES[index]
+        body = cut.group("body").rstrip(".")
+        if body and (not wants_digit or any(c in _DIGITS for c in body)):
+            spans.append(_Span(cut.start(), cut.start("body") + len(body), marker(kind), kind))
+    return _apply(text, spans, findings)
+
+
 # ─── URL credentials ───────────────────────────────────────────────────────
 
 # `scheme://user:password@host`, anchored on "://": the user part ends at the
@@ -1851,6 +1914,7 @@ def find_and_redact(text: str) -> ScrubResult:
 def _redact(text: str, findings: list[str]) -> str:
     text = _redact_blocks(text, findings)
     text = _redact_tokens(text, findings)
+    text = _redact_cut(text, findings)
     text = _redact_urls(text, findings)
     text = _redact_auth(text, findings)
     text = _redact_key_values(text, findings)

@@ -128,8 +128,15 @@ def _script(conn: sqlite3.Connection, script: str) -> None:
 
 
 # Free-text columns scrubbed besides a table's text column (`Table.text_column`):
-# MEMORIA's snippets of the message a row came from, a validation's new content.
-SCRUB_EXTRA_COLUMNS = ("context_snippet", "previous_value", "new_content")
+# MEMORIA's snippets of the message a row came from, a validation's new content,
+# and the other pieces upstream cuts out of a memory's text: the topic of an
+# instruction, preference or persona line, a preference's earlier wording
+# (`evolution`), a fact's subject and predicate, a MEMORIA fact's key, a gist's
+# location, a persona line's reason and a validation's note.  A topic holds the
+# words of the instruction it names ("use the deploy token ghp_…"), whole.
+SCRUB_EXTRA_COLUMNS = ("context_snippet", "previous_value", "new_content", "topic",
+                       "evolution", "subject", "predicate", "key", "location",
+                       "promotion_reason", "note")
 # Columns that hold a JSON document: upstream's sync log (`memory_events`) keeps
 # each change's memory text in `payload`.  Their string values are scrubbed one
 # by one, so the document stays JSON; an encrypted payload (upstream's wire
