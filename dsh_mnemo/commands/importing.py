@@ -29,6 +29,11 @@ def import_conversations(settings: Settings, sources: list[str] | None = None, *
         report.warn(f"{len(unbound)} session{'s' if len(unbound) != 1 else ''} skipped: "
                     f"{len(roots)} director{'ies are' if len(roots) != 1 else 'y is'} not "
                     "bound (`mnemo bind` there, then import again)")
+    if result.secrets_kept:
+        n = result.secrets_kept
+        report.warn(f"{n} row{'s' if n != 1 else ''} {'hold' if n != 1 else 'holds'} a secret: "
+                    f"{'stored' if write else 'to be stored'} as "
+                    f"{'they are' if n != 1 else 'it is'} (scrub.policy: warn).")
     if not write:
         if result.rows_new:
             report.note(f"Dry run: nothing was written. Add --write to import "

@@ -77,6 +77,7 @@ class TargetSummary:
     rows_written: int = 0
     rows_filtered: int = 0  # rejected by Mnemosyne's write filter
     rows_consolidated: int = 0  # written as already consolidated (older than TTL/2)
+    secrets_kept: int = 0  # new rows holding a secret, stored as they are (scrub.policy: warn)
     first_lines: list[str] = field(default_factory=list)
 
 
@@ -101,6 +102,7 @@ class ImportReport:
     rows_written: int = 0
     rows_already: int = 0
     rows_filtered: int = 0
+    secrets_kept: int = 0
     ledger_path: str = ""
 
 
@@ -114,6 +116,7 @@ class _Row:
     content: str
     importance: float
     timestamp: str | None  # naive local ISO time, as upstream writes, or None
+    secret: bool = False  # it holds a secret the policy (`warn`) keeps
 
 
 @record
@@ -347,6 +350,7 @@ def plan(sessions: list[formats.Session], settings: Settings, *, into: str | Non
             for role, text in (("user", turn.user), ("assistant", turn.reply)):
                 if role not in cleaner.roles:
                     continue
+                kept = cleaner.secrets_kept
                 content = cleaner(role, text)
                 if not content:
                     continue
@@ -354,7 +358,8 @@ def plan(sessions: list[formats.Session], settings: Settings, *, into: str | Non
                     digest(target.bank, target.namespace, session.source, session.session_id,
                            turn.index, role, content),
                     session.source, session.session_id, turn.index, role, content,
-                    cleaner.importance[role], local_time(turn.timestamp)))
+                    cleaner.importance[role], local_time(turn.timestamp),
+                    secret=cleaner.secrets_kept > kept))
     for entry in plans.values():
         entry.summary.sessions = len(entry.sessions)
         _split_new(entry, ledger, base)
@@ -377,6 +382,7 @@ def _split_new(entry: _Plan, ledger: Ledger, base: Path | None) -> None:
     entry.rows = new
     entry.summary.rows_new = len(new)
     entry.summary.rows_already = len(entry.already)
+    entry.summary.secrets_kept = sum(r.secret for r in new)
     entry.summary.first_lines = [r.content.splitlines()[0][:160] for r in new[:FIRST_LINES]]
 
 
@@ -413,9 +419,13 @@ def settle(target: Target, written: list[tuple[str, str]], base: Path | None) ->
 
 
 def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | None = None,
-            progress: Progress | None = None, embed: Any = None) -> None:
+            progress: Progress | None = None, embed: Any = None,
+            scrub_policy: str = "redact") -> None:
     """Write the planned rows; with `embed` each gets its vector as a captured turn
-    does (a model that fails leaves a row without one, for `mnemo reindex`)."""
+    does (a model that fails leaves a row without one, for `mnemo reindex`).
+
+    `scrub_policy` is the one the rows were prepared under (`scrub.policy`): the
+    write scrubs under it again, so that `warn` keeps what it promised to keep."""
     from ..memory.store import remember_at
 
     ledger = ledger or Ledger(base)
@@ -432,7 +442,8 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
             recorded = []
             for row in batch:
                 result = remember_at(target, row.content, source=TALK_SOURCE,
-                                     importance=row.importance, base=base, embed=embed)
+                                     importance=row.importance, base=base, embed=embed,
+                                     scrub_policy=scrub_policy)
                 if result.filtered:
                     summary.rows_filtered += 1
                 else:
@@ -484,7 +495,8 @@ def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,
                     from ..memory import semantic
 
                     embed = semantic.embedder(settings)  # None: lexical recall, as the hooks
-                execute(plans, base=base, ledger=ledger, progress=progress, embed=embed)
+                execute(plans, base=base, ledger=ledger, progress=progress, embed=embed,
+                        scrub_policy=settings["scrub.policy"])
     finally:
         ledger.close()
     targets = [p.summary for p in plans]
@@ -494,4 +506,5 @@ def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,
         rows_written=sum(t.rows_written for t in targets),
         rows_already=sum(t.rows_already for t in targets),
         rows_filtered=sum(t.rows_filtered for t in targets),
+        secrets_kept=sum(t.secrets_kept for t in targets),
         ledger_path=str(ledger.path))

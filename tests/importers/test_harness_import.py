@@ -143,6 +143,30 @@ def test_cleaning_is_capture_cleaning(make_repo, home: Path, data_dir: Path) -> 
     assert token not in raw and "old memory text" not in raw
 
 
+def test_scrub_policy_warn_keeps_the_secret_as_capture_does(make_repo, home: Path,
+                                                           data_dir: Path) -> None:
+    """`scrub.policy: warn` stores the text as it is and says so; the write used to
+    scrub it under `redact` all the same."""
+    configure(scrub__policy="warn")
+    alpha = bind_repo(make_repo("alpha"))
+    token = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    place("claude-code", home, alpha.path, prompt=f"Use the key {token} for CI",
+          reply="Done.")
+    planned = mnemo("import", "--json")
+    assert json.loads(planned.stdout)["secrets_kept"] == 1
+    assert "1 row holds a secret: to be stored as it is (scrub.policy: warn)." in planned.stderr
+    done = mnemo("import", "--write", "--json")
+    assert json.loads(done.stdout)["rows_written"] == 1
+    assert json.loads(done.stdout)["targets"][0]["secrets_kept"] == 1
+    assert "1 row holds a secret: stored as it is" in done.stderr
+    assert [r[0] for r in rows(alpha, data_dir)] == [f"[USER] Use the key {token} for CI"]
+    configure(scrub__policy="redact")  # the default: nothing is kept, nothing said
+    place("claude-code", home, alpha.path, prompt=f"Also the key {token} for staging",
+          reply="Done.")
+    again = mnemo("import", "--write", "--json")
+    assert json.loads(again.stdout)["secrets_kept"] == 0 and "secret" not in again.stderr
+
+
 def test_harness_wrappers_never_become_turns(make_repo, home: Path, data_dir: Path) -> None:
     alpha = bind_repo(make_repo("alpha"))
     gemini = place("gemini", home, alpha.path, prompt="Gemini prompt one")
