@@ -674,6 +674,37 @@ _CUT_END = lazy(
     "(?<![A-Za-z0-9_+/=-])(?:"
     + "|".join(f"(?P<c{i}>{prefix})" for i, (_, prefix, _) in enumerate(_CUT_PREFIXES))
     + r")(?P<body>[A-Za-z0-9_.+/=-]{0,256})…?[ \t\r\n]{0,8}\Z")
+
+
+def _lead(prefix: str) -> tuple[str, ...]:
+    """The literal starts of a prefix pattern, for `_may_end_cut`: its characters
+    up to the first regex construct, a leading `[...]` class spelled out."""
+    if prefix.startswith("["):
+        close = prefix.index("]")
+        return tuple(c + _lead(prefix[close + 1:])[0] for c in prefix[1:close])
+    end = next((i for i, c in enumerate(prefix) if c in "[(\\?"), len(prefix))
+    return (prefix[:end],)
+
+
+_CUT_LEADS = tuple(lead for _, prefix, _ in _CUT_PREFIXES for lead in _lead(prefix))
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=-")
+
+
+def _may_end_cut(text: str) -> bool:
+    """Whether the word `text` ends with could be a token `_CUT_END` looks for: a
+    string test, so that a plain text never compiles that pattern (a cold hook
+    process scrubs every prompt)."""
+    end = text.rstrip(" \t\r\n")
+    if end.endswith("…"):
+        end = end[:-1]
+    start = len(end)
+    while start > max(0, len(end) - _CUT_TAIL) and end[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    word = end[start:]
+    # the pattern may also start right after a dot inside that run
+    return bool(word) and any(piece.startswith(_CUT_LEADS) for piece in word.split("."))
+
+
 _CUT_RUN = r"[A-Za-z0-9_+/=-]{8,256}"
 _CUT_MARK = r"(?:\.{3}|…)"
 _CUT_START = lazy(r"\A[ \t\r\n]{0,8}" + _CUT_MARK + "(?P<run>" + _CUT_RUN + ")")
@@ -692,7 +723,7 @@ def _redact_cut(text: str, findings: list[str]) -> str:
         end = _CUT_END_RUN.search(text, tail)
         if end is not None and _looks_random(end.group("run")):
             spans.append(_Span(*end.span("run"), marker("token"), "token"))
-    cut = _CUT_END.search(text, tail)
+    cut = _CUT_END.search(text, tail) if _may_end_cut(text) else None
     if cut is not None:
         index = next(int(name[1:]) for name, value in cut.groupdict().items()
                      if name != "body" and value is not None)
