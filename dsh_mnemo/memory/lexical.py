@@ -101,18 +101,22 @@ _QUERIES = (
     ("working",
      "SELECT m.id, m.content, m.timestamp, m.source, m.importance, m.scope, f.rank "
      "FROM fts_working f JOIN working_memory m ON m.id = f.id "
-     "WHERE fts_working MATCH ? AND (m.session_id = ? OR m.scope = 'global') "
+     "WHERE fts_working MATCH ? AND (m.session_id = ? OR m.scope = 'global'){where} "
      "ORDER BY f.rank LIMIT ?"),
     ("episodic",
      "SELECT m.id, m.content, m.timestamp, m.source, m.importance, m.scope, f.rank "
      "FROM fts_episodes f JOIN episodic_memory m ON m.rowid = f.rowid "
-     "WHERE fts_episodes MATCH ? AND (m.session_id = ? OR m.scope = 'global') "
+     "WHERE fts_episodes MATCH ? AND (m.session_id = ? OR m.scope = 'global'){where} "
      "ORDER BY f.rank LIMIT ?"),
 )
 
 
-def search(db_path: Path, namespace: str, query: str, *, limit: int) -> list[Match]:
+def search(db_path: Path, namespace: str, query: str, *, limit: int,
+           where: str = "", args: tuple[object, ...] = ()) -> list[Match]:
     """The namespace's (and the bank's global rows') best full-text matches, best first.
+
+    `where` (with its `args`) narrows the rows further: an SQL condition on the
+    row, `m` (`store.search`'s kinds of row).
 
     Empty when the bank does not exist, the query has no word to look for,
     or the bank has no full-text index (a file upstream never set up).
@@ -126,7 +130,8 @@ def search(db_path: Path, namespace: str, query: str, *, limit: int) -> list[Mat
             return []
         for tier, sql in _QUERIES:
             try:
-                rows = conn.execute(sql, (expression, namespace, limit)).fetchall()
+                rows = conn.execute(sql.format(where=f" AND ({where})" if where else ""),
+                                    (expression, namespace, *args, limit)).fetchall()
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc) or "no such column" in str(exc):
                     continue  # not an upstream bank, or an older schema

@@ -395,23 +395,16 @@ MAX_SEARCH_DEPTH = 900
 
 @private_files()
 def search(ctx: MemoryContext, query: str, *, kinds: Any = KINDS, top_k: int = 5,
-           words_first: bool = False, embed: Any = None, base: Path | None = None) -> Found:
+           embed: Any = None, base: Path | None = None) -> Found:
     """The best `top_k` rows of `kinds` (`KINDS`) matching `query`: `mnemo recall`.
 
     The rows are `recall`'s, with the same scores, and the other kinds taken
     out.  A chatty workspace holds many more captured turns than memories, so
     the recall goes deeper (up to `MAX_SEARCH_DEPTH`) until it has `top_k`
-    rows of these kinds (`top_k` memories, `words_first`) or nothing more
-    matches.
-
-    With `words_first`, the memories that contain a word of the query come
-    first, best first, then the other rows, best first.  A user's own earlier
-    question resembles the query more than the memory that answers it does
-    ("how do we deploy …?" scores 0.88 against "deploy", "We deploy with make
-    release" 0.83), so by similarity alone it came first; the margin is too
-    thin and too model-dependent to correct by a score (a turn that matches
-    stands as far above the memories that do not).  A word of the query in a
-    memory is evidence of its own, from the bank's full-text index.
+    rows of these kinds or nothing more matches.  Past that depth, the rows of
+    these kinds that hold a word of the query still come, after the others:
+    the full-text match, in its order, without a score (0.0; `signals` holds
+    `fts_rank`), so that a memory is never hidden behind a thousand turns.
 
     Only the rows returned count as recalled (upstream's lexical recall would
     count every row it looked at, at every depth).
@@ -425,7 +418,6 @@ def search(ctx: MemoryContext, query: str, *, kinds: Any = KINDS, top_k: int = 5
         raise RefusedError("the query is empty")
     if top_k < 1:
         raise RefusedError("--top-k must be at least 1")
-    needed = frozenset([MEMORY_KIND]) if words_first else wanted
     pending = None
     if embed is not None:
         from ..embed import PendingQuery
@@ -436,16 +428,15 @@ def search(ctx: MemoryContext, query: str, *, kinds: Any = KINDS, top_k: int = 5
         tracking: list[Any] = []
         pool = recall(ctx, query, top_k=depth, embed=embed, base=base, tracking=tracking,
                       pending=pending)
-        if (sum(m.kind in needed for m in pool) >= top_k or len(pool) < depth
+        if (sum(m.kind in wanted for m in pool) >= top_k or len(pool) < depth
                 or depth >= MAX_SEARCH_DEPTH):
             break
         depth = min(depth * 4, MAX_SEARCH_DEPTH)
-    kept = [m for m in pool if m.kind in wanted]
-    if words_first:
-        worded = _with_words(ctx, query, [m for m in kept if m.kind == MEMORY_KIND], base)
-        first = [m for m in kept if m.id in worded][:top_k]
-        kept = first + [m for m in kept if m.id not in worded]
-    results = kept[:top_k]
+    results = [m for m in pool if m.kind in wanted][:top_k]
+    if len(results) < top_k and len(pool) >= depth:  # cut at the deepest: more rows match
+        seen = {m.id for m in results}
+        results += [m for m in _text_matches(ctx, query, top_k=top_k, base=base, kinds=wanted)
+                    if m.id not in seen][:top_k - len(results)]
     left_out: dict[str, int] = {}
     for memory in pool[:top_k]:
         if memory.kind not in wanted:
@@ -456,46 +447,18 @@ def search(ctx: MemoryContext, query: str, *, kinds: Any = KINDS, top_k: int = 5
     return Found(results=results, left_out=left_out)
 
 
-# The rows of a bank's full-text indexes (`lexical`'s tables) that match.
-_WORDED = (
-    "SELECT m.id FROM fts_working f JOIN working_memory m ON m.id = f.id "
-    "WHERE fts_working MATCH ? AND m.id IN ({marks})",
-    "SELECT m.id FROM fts_episodes f JOIN episodic_memory m ON m.rowid = f.rowid "
-    "WHERE fts_episodes MATCH ? AND m.id IN ({marks})",
-)
-
-
-def _with_words(ctx: MemoryContext, query: str, memories: list[Memory],
-                base: Path | None) -> set[str]:
-    """The ids of `memories` (recalled for `ctx`) that contain a word `lexical`
-    would look for in `query` (none for a query of stop words, or in CJK)."""
-    import sqlite3
-
-    from .lexical import match_expression
-
-    expression = match_expression(query)
-    if expression is None or not memories:
-        return set()
-    own = read_target(ctx)
-    found: set[str] = set()
-    for target in {own.bank: own, GLOBAL_TARGET.bank: GLOBAL_TARGET}.values():
-        ids = [m.id for m in memories if m.bank == target.bank]
-        if not ids:
-            continue
-        db_path = target.db_path(base)
-        with banks.reader(db_path) as conn, banks.translate_sqlite_errors(db_path):
-            if conn is None:
-                continue
-            for start in range(0, len(ids), IDS_PER_STATEMENT):
-                some = ids[start:start + IDS_PER_STATEMENT]
-                for sql in _WORDED:
-                    try:
-                        found.update(str(row[0]) for row in conn.execute(
-                            sql.format(marks=",".join("?" * len(some))), (expression, *some)))
-                    except sqlite3.OperationalError as exc:
-                        if "no such table" not in str(exc) and "no such column" not in str(exc):
-                            raise
-    return found
+def _kinds_clause(kinds: frozenset[str]) -> tuple[str, tuple[str, ...]]:
+    """An SQL condition on a row `m` (`lexical.search`) that holds for `kinds`."""
+    clauses: list[str] = []
+    args: list[str] = []
+    for kind in sorted(kinds):
+        if kind == MEMORY_KIND:
+            clauses.append("m.source IS NULL OR m.source NOT IN (?, ?)")
+            args += [banks.TALK_SOURCE, banks.SUMMARY_SOURCE]
+        else:
+            clauses.append("m.source = ?")
+            args.append(banks.TALK_SOURCE if kind == TURN_KIND else banks.SUMMARY_SOURCE)
+    return " OR ".join(f"({c})" for c in clauses), tuple(args)
 
 
 @record
@@ -658,10 +621,13 @@ def _lexical(ctx: MemoryContext, query: str, *, top_k: int, base: Path | None,
 
 
 def _text_matches(ctx: MemoryContext, query: str, *, top_k: int,
-                  base: Path | None) -> list[Memory]:
+                  base: Path | None, kinds: frozenset[str] | None = None) -> list[Memory]:
     """The full-text leg of a semantic recall: the context's bank, then the global
-    one, read straight from their indexes (`lexical`), best first."""
+    one, read straight from their indexes (`lexical`), best first; only rows of
+    `kinds` (`KINDS`) when given."""
     from . import lexical
+
+    where, args = _kinds_clause(kinds) if kinds else ("", ())
 
     own = read_target(ctx)
     targets = [own] + ([GLOBAL_TARGET] if own.bank != paths.GLOBAL_BANK else [])
@@ -669,7 +635,8 @@ def _text_matches(ctx: MemoryContext, query: str, *, top_k: int,
     seen: set[str] = set()
     for target in targets:
         db_path = target.db_path(base)
-        for match in lexical.search(db_path, target.namespace, query, limit=top_k):
+        for match in lexical.search(db_path, target.namespace, query, limit=top_k,
+                                    where=where, args=args):
             if match.id in seen:
                 continue
             seen.add(match.id)

