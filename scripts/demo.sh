@@ -43,6 +43,14 @@ say "# Codex CLI, same repository: the user states a decision; the turn end stor
 hook prompt codex "$(printf '{"session_id":"c7","cwd":"%s","hook_event_name":"UserPromptSubmit","prompt":"From now on the shop uses Postgres 16 for its database, not MySQL."}' "$HOME/src/shop")"
 hook turn-end codex "$(printf '{"session_id":"c7","cwd":"%s","hook_event_name":"Stop","last_assistant_message":"Noted."}' "$HOME/src/shop")"
 
+# The turn end hands the turn to a background worker and returns at once, so that
+# the harness never waits; a person types the next prompt long after it is stored,
+# this script within milliseconds: wait for it (10 s at most).
+for _ in $(seq 50); do
+  "$MNEMO" recall "Postgres 16" --kind turn --json 2>/dev/null | grep -q "Postgres 16" && break
+  sleep 0.2
+done
+
 say "# Gemini CLI, a new conversation, recalls what the Codex conversation captured:"
 hook prompt gemini "$(printf '{"session_id":"g1","cwd":"%s","hook_event_name":"BeforeAgent","prompt":"which database does the shop use?"}' "$HOME/src/shop")"
 
