@@ -55,6 +55,11 @@ SUMMARY_SOURCE = "sleep_consolidation"
 NOT_MEMORY_SOURCES = frozenset([TALK_SOURCE, SUMMARY_SOURCE])
 
 
+def summary_ids(summary_of: object) -> list[str]:
+    """The ids a summary's `summary_of` lists (upstream's comma-separated form)."""
+    return [i.strip() for i in str(summary_of or "").split(",") if i.strip()]
+
+
 # ─── Opening ────────────────────────────────────────────────────────────────
 
 def readonly_uri(db_path: Path, *, immutable: bool = False) -> str:

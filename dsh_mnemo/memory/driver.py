@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from .banks import MEMORY_TABLES, count, translate_sqlite_errors
+from .banks import MEMORY_TABLES, count, summary_ids, translate_sqlite_errors
 from .targets import Target
 from .upstream_import import quiet_upstream_import
 
@@ -979,10 +979,6 @@ def _summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,
         return []  # no summary_of column: a schema without summaries
 
 
-def _listed(summary_of: str) -> set[str]:
-    return {i.strip() for i in summary_of.split(",") if i.strip()}
-
-
 def _refuse_sole_copies(conn: sqlite3.Connection, memory_id: str, clause: str,
                         namespace: str) -> None:
     """Refuse to forget `memory_id` while a summary it takes along is the only copy
@@ -1021,7 +1017,7 @@ def _refuse_sole_copies(conn: sqlite3.Connection, memory_id: str, clause: str,
     going = {summary_id for summary_id, _, _ in summaries}
     lost: dict[str, set[str]] = {}  # summary -> the memories only it still holds
     for summary_id, _, listed in summaries:
-        gone = {i for i in _listed(listed) - {memory_id} if not exists(i)}
+        gone = {i for i in set(summary_ids(listed)) - {memory_id} if not exists(i)}
         if gone:
             lost[summary_id] = gone
     if lost:
@@ -1030,7 +1026,7 @@ def _refuse_sole_copies(conn: sqlite3.Connection, memory_id: str, clause: str,
                 "SELECT id, summary_of FROM episodic_memory WHERE summary_of IS NOT NULL "
                 "AND summary_of <> ''").fetchall():
             if summary_id not in going:
-                kept = _listed(str(listed))
+                kept = set(summary_ids(listed))
                 lost = {s: ids - kept for s, ids in lost.items() if ids - kept}
     if not lost:
         return

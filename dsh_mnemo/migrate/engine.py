@@ -64,7 +64,7 @@ from typing import Any
 
 from ..errors import BusyError, DataError
 from ..faults import fault
-from ..memory.banks import MEMORY_TABLES, SUMMARY_SOURCE, attach_readonly
+from ..memory.banks import MEMORY_TABLES, SUMMARY_SOURCE, attach_readonly, summary_ids
 from ..record import field, record
 from ..report import Progress
 from .schema import (
@@ -332,11 +332,6 @@ def drop_stale_vectors(conn: sqlite3.Connection, schema: Schema, tables: Iterabl
     return dropped
 
 
-def listed_ids(summary_of: Any) -> list[str]:
-    """The ids a summary's `summary_of` lists (upstream's comma-separated form)."""
-    return [i.strip() for i in str(summary_of or "").split(",") if i.strip()]
-
-
 def mark_sole_summaries(conn: sqlite3.Connection, schema: Schema,
                         tables: Iterable[str] | None = None,
                         target: str | None = "main") -> int:
@@ -355,7 +350,7 @@ def mark_sole_summaries(conn: sqlite3.Connection, schema: Schema,
         if (table.name not in names or not table.has(SUMMARY_LIST_COLUMN)
                 or not table.has(SOURCE_COLUMN)):
             continue
-        candidates += [(key, listed_ids(ids)) for key, ids in conn.execute(
+        candidates += [(key, summary_ids(ids)) for key, ids in conn.execute(
             f"SELECT m.key, s.{quote(SUMMARY_LIST_COLUMN)} FROM temp.mv m "
             f"JOIN src.{quote(table.name)} s ON {_key_expr(table, 's')} = m.key "
             f"WHERE m.tbl = ? AND m.state IN ('pending', 'copy') "
