@@ -209,21 +209,21 @@ class Cleaner:
         self.policy = settings["scrub.policy"]
         self.prefix = ROLE_PREFIX
         self.importance = IMPORTANCE
-        self.secrets_kept = 0  # turns stored with secrets (scrub.policy: warn)
+        self.kept_secret = False  # the last text cleaned keeps a secret (scrub.policy: warn)
 
     def __call__(self, role: str, text: str | None) -> str:
         from ..hook.handlers import truncate
         from ..hook.strip import strip_injected
         from ..memory.scrub import scrub
 
+        self.kept_secret = False
         if not text:
             return ""
         stripped = strip_injected(text)
         if not stripped:
             return ""
         result = scrub(stripped, self.policy)
-        if result.found and self.policy == "warn":
-            self.secrets_kept += 1
+        self.kept_secret = bool(result.found) and self.policy == "warn"
         body = truncate(result.text, self.limits[role])
         return f"{self.prefix[role]}{body}" if body else ""
 
@@ -350,7 +350,6 @@ def plan(sessions: list[formats.Session], settings: Settings, *, into: str | Non
             for role, text in (("user", turn.user), ("assistant", turn.reply)):
                 if role not in cleaner.roles:
                     continue
-                kept = cleaner.secrets_kept
                 content = cleaner(role, text)
                 if not content:
                     continue
@@ -359,7 +358,7 @@ def plan(sessions: list[formats.Session], settings: Settings, *, into: str | Non
                            turn.index, role, content),
                     session.source, session.session_id, turn.index, role, content,
                     cleaner.importance[role], local_time(turn.timestamp),
-                    secret=cleaner.secrets_kept > kept))
+                    secret=cleaner.kept_secret))
     for entry in plans.values():
         entry.summary.sessions = len(entry.sessions)
         _split_new(entry, ledger, base)
