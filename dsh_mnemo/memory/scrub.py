@@ -235,10 +235,12 @@ def strip_invisible(text: str) -> str:
 
 # ─── Matching helpers ──────────────────────────────────────────────────────
 
-# In a text read in ASCII (`_ascii_reading`), the punctuation that ends the value of
-# "密码都是 admin，…": a space to the patterns' `\s`, the end of a clause to
-# `_ends_clause` and a word break to `_command_word`.  A control character, so never
-# in a cleaned text; it is written back as a space.
+# In a text read in ASCII (`_ascii_reading`), the full-width and ideographic
+# punctuation that ends a clause ("密码都是 admin，…", "password=hunter2、…"): a space
+# to the patterns' `\s`, the end of a clause to `_ends_clause` and `_CLAUSE_END`, the
+# end of a config line's value, and a word break to `_command_word`.  A control
+# character, so never in a cleaned text; it is written back as the text's own
+# character (`_write_back`).
 _CLAUSE_MARK = "\x1f"
 
 # Under re.IGNORECASE these match ASCII letters; `_lower` folds them so that
@@ -939,6 +941,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         # value goes whole.  `KEY=value` (shell, .env) ends at a space.
         eol = text.find("\n", value_start, value_start + 1024)
         rest = text[value_start:eol if eol >= 0 else min(len(text), value_start + 1024)]
+        rest = rest.split(_CLAUSE_MARK, 1)[0]  # `password: hunter2，明天换掉` (read in ASCII)
         comment = rest.find(" #")
         value = (rest[:comment] if comment >= 0 else rest).rstrip()
     else:
@@ -1368,7 +1371,7 @@ _DOCKER_ENV = lazy(
 
 # Where the words of a passphrase end: a sentence's or a clause's punctuation, a
 # line's end, a ` #` comment.
-_CLAUSE_END = lazy(r"[.;,!?](?=\s|\Z)|\n|[ \t]#")
+_CLAUSE_END = lazy(r"[.;,!?](?=\s|\Z)|\n|[ \t]#|\x1f")
 
 
 def _passphrase_end(text: str, start: int, first: str) -> int | None:
@@ -1956,16 +1959,21 @@ def _redact(text: str, findings: list[str]) -> str:
     return _net(text, findings)
 
 
-# Full-width forms (U+FF01-FF5E) and the ideographic space, as a Chinese, Japanese
-# or Korean input method types them: `password：hunter2`, `API_KEY＝sk-…`,
-# `ＰＡＳＳＷＯＲＤ＝…`.  Each maps to one ASCII character, so positions carry over.
-# The full-width comma, semicolon, parentheses, `!` and `?`, and the ideographic
-# comma and full stop, read as a space: in such text they end a value
-# (`密码：abc123，token=…` holds two), and an ASCII comma would not end every one.
-_WIDE = lazy("[\uff01-\uff5e\u3000]")
-_WIDE_BREAKS = (0xFF01, 0xFF08, 0xFF09, 0xFF0C, 0xFF1B, 0xFF1F, 0x3001, 0x3002, 0x3000)
+# Full-width forms (U+FF01-FF5E), the ideographic space, comma and full stop, as a
+# Chinese, Japanese or Korean input method types them: `password：hunter2`,
+# `API_KEY＝sk-…`, `ＰＡＳＳＷＯＲＤ＝…`, `password=hunter2、记得改`.  Each maps to one
+# character, so positions carry over.  The ideographic space and the full-width
+# parentheses read as a space (`密码（Password）：…`).  The full-width comma,
+# semicolon, `!` and `?`, and the ideographic comma and full stop, read as
+# `_CLAUSE_MARK`: a space to the patterns, and the end of a clause, so they end a
+# value (`密码：abc123，token=…` holds two; an ASCII comma would not end every one),
+# a config line's value too (`password: hunter2，明天换掉`).
+_WIDE = lazy("[\uff01-\uff5e\u3000-\u3002]")
+_WIDE_SPACES = (0x3000, 0xFF08, 0xFF09)
+_WIDE_BREAKS = (0xFF01, 0xFF0C, 0xFF1B, 0xFF1F, 0x3001, 0x3002)
 _WIDE_TO_ASCII = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},
-                  **dict.fromkeys(_WIDE_BREAKS, 0x20)}
+                  **dict.fromkeys(_WIDE_SPACES, 0x20),
+                  **dict.fromkeys(_WIDE_BREAKS, ord(_CLAUSE_MARK))}
 
 
 def _redact_wide(text: str, findings: list[str]) -> str:
@@ -1997,35 +2005,43 @@ def _redact_wide(text: str, findings: list[str]) -> str:
         head = _common_prefix(before, after)
         tail = min(_common_prefix(before[::-1], after[::-1]),
                    min(len(before), len(after)) - head)
-        middle = after[head:len(after) - tail].replace(_CLAUSE_MARK, " ")
-        out.append(line[:head] + middle + line[len(line) - tail:])
+        out.append(line[:head]
+                   + _write_back(line[head:len(line) - tail], before[head:len(before) - tail],
+                                 after[head:len(after) - tail])
+                   + line[len(line) - tail:])
     return "\n".join(out)
 
 
-# In the ASCII reading, "密码都是 admin，记得改" would be "密码都是 admin 记得改", whose
-# value does not end its clause (`_cjk_phrase`): the punctuation that ends a
-# 都是/还是/也是 value reads as `_CLAUSE_MARK` instead of a space.  `_WEAK_VALUE_END` is
-# `_CJK_PHRASE` with a weak connector, over the text itself (its full-width forms
-# and spaces included), up to that punctuation.
-_WEAK_CONNECTORS = ("都是", "还是", "也是")
-_WEAK_VALUE_END = lazy(
-    r"(?:密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)[ \t\u3000]{0,4}[还都也]是"
-    r"[ \t\u3000]{0,4}(?:[:：=＝][ \t\u3000]{0,4})?"
-    r"(?:\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|“[^”\n]{1,256}”|"
-    r"「[^」\n]{1,256}」|[!#-~\uff02-\uff08\uff0a\uff0b\uff0d-\uff1a\uff1c-\uff1e\uff20-\uff5e]{1,256})"
-    r"[ \t\u3000]{0,8}[，；！？）、。]")
+_MARKER_SPLIT = lazy(r"(<redacted-[a-z0-9-]{1,32}>)")
+
+
+def _write_back(original: str, before: str, after: str) -> str:
+    """`after`, the redacted ASCII reading of `before`, in `original`'s own characters.
+
+    Between the markers, what the patterns kept of `before` is found there, in
+    order, and written as `original` has it (`，ｔｏｋｅｎ＝` stays full-width between
+    two redactions).  A piece not found (a rewritten separator) goes as read,
+    its clause marks as spaces.
+    """
+    out: list[str] = []
+    cursor = 0
+    for piece in _MARKER_SPLIT.split(after):
+        if not piece or piece.startswith(MARKER_PREFIX):
+            out.append(piece)
+            continue
+        at = before.find(piece, cursor)
+        if at < 0:
+            out.append(piece.replace(_CLAUSE_MARK, " "))
+            continue
+        out.append(original[at:at + len(piece)])
+        cursor = at + len(piece)
+    return "".join(out)
 
 
 def _ascii_reading(text: str) -> tuple[list[str], str, str]:
     """What the patterns find in `text` read in ASCII, that reading, and it redacted."""
     found: list[str] = []
     folded = text.translate(_WIDE_TO_ASCII)
-    if any(word in text for word in _WEAK_CONNECTORS):
-        ends = [match.end() - 1 for match in _WEAK_VALUE_END.finditer(text)]
-        if ends:
-            starts = [0, *(end + 1 for end in ends)]
-            folded = _CLAUSE_MARK.join([folded[start:end] for start, end in
-                                        zip(starts, [*ends, len(folded)], strict=True)])
     return found, folded, _redact(folded, found)
 
 

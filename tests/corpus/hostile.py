@@ -275,13 +275,18 @@ _TEXT_SHAPES.update({
     "wide-password": repeat("ＰＡＳＳＷＯＲＤ＝ｘ "),
     "wide-colon-lines": repeat("密码 password：a\n"),
     "wide-password-is-colon": repeat("密码是：ａ"),
-    # Full-width punctuation ending a 都是/还是/也是 value (`_WEAK_VALUE_END`).
+    # Full-width punctuation ending a 都是/还是/也是 value (read as `_CLAUSE_MARK`).
     "pass-zh-weak-run": repeat("密码都是"),
     "wide-zh-weak-run": prefixed("（", "密码都是"),
     "wide-zh-weak-comma": repeat("密码都是 a，"),
     "wide-zh-weak-values": repeat("密码还是 letmein2024；"),
     "wide-zh-weak-long-value": prefixed("（密码也是 ", "a"),
     "wide-zh-weak-unended-values": prefixed("（", "密码都是 " + "ａ" * 300 + " "),
+    # Redactions a full-width or ideographic comma apart on one long line: every piece
+    # between two markers written back in the text's own characters (`_write_back`).
+    "wide-break-values": repeat("password=hunter2x、"),
+    "wide-break-tokens": repeat("ｔｏｋｅｎ＝aB3dE5gH7jK9mN1pQ，"),
+    "wide-break-config": repeat("password: S3cretPass，明天换掉\n"),
     # A key whose secret word has more words after it (`_KV_SUFFIXED`).
     "key-json-private-key-id": repeat('"private_key_id": "'),
     "key-json-private-key-id-values": repeat('"private_key_id": "3f9a2c1d8e7b6a5f4e3d2c1b0a9f", '),

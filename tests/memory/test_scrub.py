@@ -267,9 +267,21 @@ def test_key_value_secrets_keep_their_key(text: str, secret: str, kept: str) -> 
     ("这是私钥，别外传：\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v\n"
      "-----END OPENSSH PRIVATE KEY-----\n谢谢（急），password：hunter2abc",
      "这是私钥，别外传：\n<redacted-private-key>\n谢谢（急），password：<redacted-password>"),
-    # Between two redactions of a line, the ASCII reading (the comma read as a space).
+    # Between two redactions of a line, the text's own characters too.
     ("密码：hunter2abc，ｔｏｋｅｎ＝aB3dE5gH7jK9mN1pQ，好",
-     "密码：<redacted-password> token=<redacted-token>，好"),
+     "密码：<redacted-password>，ｔｏｋｅｎ＝<redacted-token>，好"),
+    ("密码：abc123xyz，token=ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa、别外传",
+     "密码：<redacted-password>，token=<redacted-github-token>、别外传"),
+    # The ideographic comma and full stop, and a full-width comma on a config line,
+    # end the value: the rest of the sentence stays.
+    ("password=hunter2、记得改", "password=<redacted-password>、记得改"),
+    ("password=hunter2。记得改", "password=<redacted-password>。记得改"),
+    ("api_key=abcd1234efgh5678、然后部署", "api_key=<redacted-api-key>、然后部署"),
+    ("password: S3cretPass，明天换掉", "password: <redacted-password>，明天换掉"),
+    ("user: bob\npassword: S3cretPass；下周轮换\nhost: db1",
+     "user: bob\npassword: <redacted-password>；下周轮换\nhost: db1"),
+    ("passphrase: correct horse battery staple，别外传",
+     "passphrase: <redacted-password>，别外传"),
 ])
 def test_full_width_forms_are_read_as_ascii_and_kept_around_the_marker(
         text: str, expected: str) -> None:
@@ -420,9 +432,9 @@ SA_JSON = ('{"type": "service_account", "project_id": "acme-prod", "private_key_
     ("密码是 admin。记得改", f"密码是 {PW}。记得改"),
     ("密码都是 admin、记得改", f"密码都是 {PW}、记得改"),
     ("密码都是 admin。", f"密码都是 {PW}。"),
-    # between two redactions of a line the ASCII reading is kept, the mark a space again
+    # between two redactions of a line the text keeps its own characters
     ("密码都是 admin，ｔｏｋｅｎ＝aB3dE5gH7jK9mN1pQ，好",
-     f"密码都是 {PW} token={marker('token')}，好"),
+     f"密码都是 {PW}，ｔｏｋｅｎ＝{marker('token')}，好"),
     # a command after the punctuation is still a command
     ("密码都是 x，mongosh -u admin -p hunter2", f"密码都是 x，mongosh -u admin -p {PW}"),
     # a scheme, a length or a description is not a password
