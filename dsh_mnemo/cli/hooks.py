@@ -179,8 +179,10 @@ def test(harness: HarnessOpt, project: ProjectOpt = None,
 
     Sends a sample prompt event for the current directory to the command in the
     harness's config and says whether the harness would run it (Codex trust,
-    Gemini folder trust, a moved config directory). The sample prompt is never
-    stored. Exits 8 when the harness would not run the hook.
+    Gemini folder trust, a moved config directory). Where the config has mnemo's
+    session-start entry, a new session's start event goes first, in the same
+    session, and what it adds (the standing block) is shown on its own. The
+    sample prompt is never stored. Exits 8 when the harness would not run the hook.
     """
     settings()
     return core.test(harness, project, prompt)
@@ -194,15 +196,28 @@ def _tested(result: Any) -> None:
     out.print(f"  config     {escape(result.config_path or '-')}{escape(moved)}")
     out.print(f"  command    {escape(result.command)}")
     out.print(f"  directory  {escape(result.cwd)}")
+    start = result.session_start
+    if start is not None:
+        ran = "timed out" if start.timed_out else f"exit {start.exit_code}"
+        out.print(f"  start      {ran}, {start.duration_ms} ms (the session-start hook, "
+                  "first, in the same session)")
     ran = "timed out" if result.timed_out else f"exit {result.exit_code}"
     out.print(f"  ran        {ran}, {result.duration_ms} ms")
     for reason in result.blockers:
         out.print(f"  [bold red]why not:[/] {escape(reason)}")
     for note in result.notes:
         out.print(f"  note: {escape(note)}")
+    if start is not None:
+        out.print("  at the session's start, the model reads "
+                  + ("nothing" if not start.model_view else "(once per session):"))
+        for line in (start.model_view or "").splitlines():
+            out.print(f"    {escape(line)}")
     if result.model_view:
-        out.print("  what the model reads:")
+        out.print("  with the prompt, the model reads:" if start is not None
+                  else "  what the model reads:")
         for line in result.model_view.splitlines():
             out.print(f"    {escape(line)}")
+    elif start is not None:
+        out.print("  with the prompt, the model reads nothing")
     for line in result.hook_log:
         out.print(f"  hook log: {escape(line)}")

@@ -1,12 +1,15 @@
-"""`mnemo hooks test`: run the installed prompt hook as the harness would.
+"""`mnemo hooks test`: run the installed hooks of a session's start and first prompt
+as the harness would.
 
-It takes mnemo's prompt command from the harness's config (the file the
-harness reads, config-directory variables included), sends it a sample
-event for the current directory on stdin through `/bin/sh -c` (as the
-harnesses do), and reports what came back, what the model would read (each
-harness's wrapping and escaping, `registry.model_view`), and whether the
-harness would run the hook at all: Codex's per-hook trust, Gemini's folder
-trust, a moved config directory.  The sample session id starts with
+It takes mnemo's commands from the harness's config (the file the harness
+reads, config-directory variables included), sends each a sample event for
+the current directory on stdin through `/bin/sh -c` (as the harnesses do):
+first the session start, where the config has mnemo's entry for it (the
+standing block arrives there), then the prompt, in the same session.  It
+reports what came back, what the model would read (each harness's wrapping
+and escaping, `registry.model_view`), and whether the harness would run the
+prompt hook at all: Codex's per-hook trust, Gemini's folder trust, a moved
+config directory.  The sample session id starts with
 `injections.TEST_SESSION_PREFIX`; the caller removes the pending turn the
 hook spooled for it, so a test never becomes a memory.
 """
@@ -32,6 +35,18 @@ DEFAULT_PROMPT = "What should I keep in mind when working on this project?"
 
 
 @record
+class SessionStartRun:
+    """The session-start hook, run before the prompt in the same sample session."""
+    command: str
+    event: dict[str, Any]
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: int
+    additional_context: str | None
+    model_view: str | None
+
+
+@record
 class HookTest:
     harness: str
     config_path: str | None
@@ -54,6 +69,7 @@ class HookTest:
     folder_trust: dict[str, Any] | None = None
     hook_log: list[str] = field(default_factory=list)  # lines the hook logged meanwhile
     data_dir: str = ""
+    session_start: SessionStartRun | None = None
 
 
 def sample_event(harness: str, cwd: Path, session_id: str, prompt: str) -> dict[str, Any]:
@@ -73,17 +89,48 @@ def sample_event(harness: str, cwd: Path, session_id: str, prompt: str) -> dict[
     return event
 
 
-def _prompt_command(harness: str, project: Path | None, base: Path) -> str | None:
+def session_start_event(harness: str, cwd: Path, session_id: str) -> dict[str, Any]:
+    """A new session's start event, shaped like the harness's own (tests/hook/payloads)."""
+    return {"session_id": session_id, "transcript_path": None, "cwd": str(cwd),
+            "hook_event_name": HARNESSES[harness].event_names["session-start"],
+            "source": "startup"}
+
+
+def _command(harness: str, project: Path | None, base: Path, kind: str) -> str | None:
+    """mnemo's command for the event `kind` in the harness's config.  `generic` has
+    no config: its prompt command is the wrapper's, and whether its caller runs a
+    session start is not known, so none."""
     spec = HARNESSES[harness]
     path = installer.config_path(harness, project)
     if path is None:
+        if kind != "prompt":
+            return None
         wrapper = installer.wrapper_path(base)
         return installer.command_for(wrapper, harness, "prompt") if wrapper.exists() else None
     document = installer._read_config(path, spec) or {}
     for located in installer.find_ours(document):
-        if located.event == spec.event_names["prompt"]:
+        if located.event == spec.event_names[kind]:
             return str(located.entry["command"])
     return None
+
+
+def _run(command: str, event: dict[str, Any], cwd: Path, env: dict[str, str],
+         limit: float) -> tuple[int | None, bool, str, str, int]:
+    """Exit code (None: timed out), timed out, stdout, stderr, milliseconds."""
+    import json
+
+    started = time.monotonic()
+    try:
+        done = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(event),
+                              capture_output=True, text=True, cwd=cwd, env=env,
+                              timeout=limit)
+        exit_code: int | None = done.returncode
+        timed_out, stdout, stderr = False, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as exc:
+        timed_out, exit_code = True, None
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        stderr = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+    return exit_code, timed_out, stdout, stderr, int((time.monotonic() - started) * 1000)
 
 
 def wrapper_data_dir(command: str) -> Path | None:
@@ -129,7 +176,7 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
     base = base or paths.data_dir()
     cwd = (cwd or Path.cwd()).resolve()
     status = installer.harness_status(harness, project, base=base, cwd=cwd)
-    command = _prompt_command(harness, project, base)
+    command = _command(harness, project, base, "prompt")
     if command is None:
         where = status.config_path or str(installer.wrapper_path(base))
         raise RefusedError(f"mnemo's prompt hook for {harness} is not installed ({where})",
@@ -144,21 +191,17 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
     log = paths.logs_dir(data_dir) / "hook.log"
     log_before = _log_size(log)
     limit = timeout if timeout is not None else float(installer.HOOK_TIMEOUT_SECONDS)
-    import json
-
-    started = time.monotonic()
-    timed_out = False
-    try:
-        done = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(event),
-                              capture_output=True, text=True, cwd=cwd, env=env,
-                              timeout=limit)
-        exit_code: int | None = done.returncode
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        timed_out, exit_code = True, None
-        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        stderr = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
-    duration = int((time.monotonic() - started) * 1000)
+    started: SessionStartRun | None = None
+    start_command = _command(harness, project, base, "session-start")
+    if start_command is not None:
+        start_event = session_start_event(harness, cwd, session_id)
+        code, late, out, _, took = _run(start_command, start_event, cwd, env, limit)
+        given = _additional_context(harness, out)
+        started = SessionStartRun(
+            command=start_command, event=start_event, exit_code=code, timed_out=late,
+            duration_ms=took, additional_context=given,
+            model_view=model_view(harness, given, "session-start") if given else None)
+    exit_code, timed_out, stdout, stderr, duration = _run(command, event, cwd, env, limit)
     context = _additional_context(harness, stdout)
     result = HookTest(harness=harness, config_path=status.config_path,
                       config_dir_env=status.config_dir_env, command=command, cwd=str(cwd),
@@ -167,7 +210,7 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
                       additional_context=context,
                       model_view=model_view(harness, context) if context else None,
                       would_run=False, trust=status.trust, folder_trust=status.folder_trust,
-                      data_dir=str(data_dir))
+                      data_dir=str(data_dir), session_start=started)
     try:
         with log.open("rb") as handle:
             handle.seek(log_before)
@@ -202,6 +245,11 @@ def _judge(result: HookTest, status: installer.HarnessStatus, can_inject: bool) 
         blockers.append("the command did not answer within the harness's timeout")
     elif result.exit_code not in (0, None):
         blockers.append(f"the command exited {result.exit_code}")
+    start = result.session_start
+    if start is not None and (start.timed_out or start.exit_code != 0):
+        ran = "did not answer in time" if start.timed_out else f"exited {start.exit_code}"
+        notes.append(f"the session-start command {ran}: the model gets no standing block "
+                     "at the start of a session")
     if result.config_dir_env:
         notes.append(f"{result.config_dir_env} is set here: the harness must see the same "
                      "value, or it reads another config")

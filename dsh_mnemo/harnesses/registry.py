@@ -200,18 +200,24 @@ def escape_context(harness: str, context: str) -> str:
     return context
 
 
-def model_view(harness: str, additional_context: str) -> str | None:
-    """What the model reads for the prompt hook's `additional_context`, as each
-    harness wraps it (docs/harnesses-real.md); None where nothing reaches it."""
+def model_view(harness: str, additional_context: str, kind: str = "prompt") -> str | None:
+    """What the model reads for the `kind` hook's (`prompt` or `session-start`)
+    `additional_context`, as each harness wraps it (docs/harnesses-real.md); None
+    where nothing reaches it."""
     shape = HARNESSES[harness].context_shape
     escaped = additional_context.replace("<", "&lt;").replace(">", "&gt;")
+    start = kind == "session-start"
     if shape == "system":
-        return f"UserPromptSubmit hook additional context: {additional_context}"
+        event = "SessionStart" if start else "UserPromptSubmit"
+        return f"{event} hook additional context: {additional_context}"
     if shape in ("developer", "stdout"):
         return additional_context
-    if shape == "hook_context":
+    if shape == "hook_context":  # a session start's goes before the user's prompt
         return f"<hook_context>{escaped}</hook_context>"
     if shape == "qwen":
+        if start:
+            return ('<qwen:session-start-context hidden="true">\nSessionStart additional '
+                    f"context:\n{escaped}\n</qwen:session-start-context>")
         return (f"<qwen:user-prompt-submit-context>\n{escaped}\n"
                 "</qwen:user-prompt-submit-context>")
     return None

@@ -611,7 +611,65 @@ def test_hooks_test_shows_what_the_model_gets_and_stores_nothing(repo: Path,
     # the human view
     result = runner.invoke(app, ["hooks", "test", "--harness", "gemini", "--prompt",
                                  "how do deploys go out?"])
-    assert "what the model reads" in result.output and "yes" in result.output
+    assert "the model reads:" in result.output and "yes" in result.output
+
+
+RULE = "Always ask before running a destructive command."
+START_VIEWS = {
+    "claude-code": "SessionStart hook additional context: <memory-data ",
+    "codex": "<memory-data ",
+    "gemini": "<hook_context>&lt;memory-data ",
+    "qwen": '<qwen:session-start-context hidden="true">\nSessionStart additional context:\n'
+            "&lt;memory-data ",
+}
+
+
+@pytest.mark.parametrize("harness", sorted(START_VIEWS))
+def test_hooks_test_runs_the_session_start_first_as_the_harness_does(
+        harness: str, repo: Path, data_dir: Path, monkeypatch) -> None:
+    """The standing block comes at the session's start, on its own; the prompt then
+    carries only what it recalls (it never repeats the block in the same session)."""
+    from tests.memory.conftest import mnemo
+
+    configure()
+    assert mnemo("remember", "--standing", RULE, cwd=repo).exit_code == 0
+    assert mnemo("remember", "Deploys go out with make release, never by hand",
+                 cwd=repo).exit_code == 0
+    core.install(harness)
+    if harness == "gemini":
+        _trusted_folders({str(repo): "TRUST_FOLDER"})
+    monkeypatch.chdir(repo)
+    result = runner.invoke(app, ["hooks", "test", "--harness", harness, "--prompt",
+                                 "how do deploys go out?", "--json"])
+    document = json.loads(result.stdout)
+    start = document["session_start"]
+    assert start["event"]["hook_event_name"] == registry.HARNESSES[harness].event_names[
+        "session-start"]
+    assert start["event"]["session_id"] == document["session_id"]
+    assert start["exit_code"] == 0 and RULE in start["additional_context"]
+    assert start["model_view"].startswith(START_VIEWS[harness])
+    assert "make release" in document["additional_context"]
+    assert "destructive" not in document["additional_context"]
+    assert not list((data_dir / "spool").glob("*.json"))  # nothing of the session stays
+    result = runner.invoke(app, ["hooks", "test", "--harness", harness, "--prompt",
+                                 "how do deploys go out?"])
+    text = result.output
+    assert text.index("at the session's start, the model reads") < text.index(RULE) \
+        < text.index("with the prompt, the model reads") < text.index("make release")
+
+
+def test_hooks_test_of_a_harness_without_a_session_start_gives_the_rules_with_the_prompt(
+        repo: Path, data_dir: Path, monkeypatch) -> None:
+    from tests.memory.conftest import mnemo
+
+    configure()
+    assert mnemo("remember", "--standing", RULE, cwd=repo).exit_code == 0
+    core.install("generic")
+    monkeypatch.chdir(repo)
+    result = runner.invoke(app, ["hooks", "test", "--harness", "generic", "--json"])
+    document = json.loads(result.stdout)
+    assert document["session_start"] is None
+    assert RULE in document["additional_context"]
 
 
 def test_hooks_test_says_why_the_harness_would_not_run_it(make_repo, data_dir: Path,

@@ -255,9 +255,18 @@ def test_a_standing_memory_reaches_the_model_once_per_session(
     alpha, beta, gamma = workspaces
     mnemo("remember", "--standing", STANDING, cwd=alpha)
     install(setup, home, model, [alpha, beta, gamma])
+    # `hooks test` runs the session start first and shows the standing block as the
+    # harness wraps a session start's context: the real run must send exactly that.
+    tested = mnemo_json("hooks", "test", "--harness", name, "--prompt", "Quelle heure est-il ?",
+                        cwd=alpha)
+    start_view = tested["session_start"]["model_view"]
+    assert start_view and STANDING in start_view, tested
+    assert STANDING not in (tested["model_view"] or ""), tested
     run_harness(setup, harness_bin, model, alpha, prompt="Quelle heure est-il ?")
     requests = agent_requests(model)
     assert requests, explain(model, data_dir)
+    assert any(start_view in s for r in requests for s in r.strings()), \
+        (start_view, [s for r in requests for s in r.strings() if STANDING in s][:1])
     # Each request carries the whole conversation: the rule is in it exactly once
     # (the session start and the first prompt never both add it).
     counts = [sum(s.count(STANDING) for s in r.strings()) for r in requests]
