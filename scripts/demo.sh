@@ -2,10 +2,16 @@
 # A short demo of mnemo's main job, in a throwaway HOME and data dir:
 # two repositories, one memory each, shared by every harness, nothing leaking,
 # and nothing lost when a repository moves.
+# With MNEMO_BIN set (an installed mnemo: the test suite runs the demo so), that
+# mnemo runs it; otherwise ./.venv is set up first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
-MNEMO="$PWD/.venv/bin/mnemo"
+if [ -n "${MNEMO_BIN:-}" ]; then
+  MNEMO=$MNEMO_BIN
+else
+  bash scripts/bootstrap.sh
+  MNEMO="$PWD/.venv/bin/mnemo"
+fi
 HOOKS="$PWD/hooks"
 demo=$(mktemp -d "${TMPDIR:-/tmp}/mnemo-demo.XXXXXX")
 trap 'rm -rf "$demo"' EXIT

@@ -174,7 +174,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "system settings (default /etc/gemini-cli/settings.json), which may turn folder trust "
      "off."),
     ("MNEMO_BIN", "Read by the hook wrapper DATA/hooks/mnemo-hook.sh: the mnemo executable "
-     "to run (default: the one that installed the hooks, else mnemo on PATH)."),
+     "to run (default: the one that installed the hooks, else mnemo on PATH); "
+     "scripts/demo.sh runs it instead of setting up ./.venv."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "
      "mnemo (default 8; mnemo's own deadline, hooks.deadline_seconds, is shorter)."),
     ("MNEMO_DRIVER_FULL_DDL", "Set to 1 to make mnemo open every bank as upstream does, "
