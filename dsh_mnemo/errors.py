@@ -33,7 +33,7 @@ EXIT_CODE_DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.FILTERED: "the memory was rejected by the write filter",
     ExitCode.BUSY: "a lock or the database stayed busy too long",
     ExitCode.PENDING: "work pending (migrate --check) or action needed (doctor, hooks status, "
-                      "hooks test)",
+                      "hooks test, mcp status)",
     ExitCode.DATA: "corrupt or unreadable data on disk",
 }
 

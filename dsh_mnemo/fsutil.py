@@ -397,3 +397,9 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def unreadable(path: str | None, parsed: bool) -> bool:
+    """A file (a harness's or an MCP client's config) that is there, but that could not
+    be read or parsed (`parsed` false)."""
+    return path is not None and not parsed and os.path.lexists(path)

@@ -28,7 +28,10 @@ def uninstall(harness: str, project: Path | None = None) -> Report:
 
 def status(harness: str, project: Path | None = None) -> Report:
     """Exits 8 (action needed, as `hooks test`) when mnemo's hooks are there but will
-    not run or not work: untrusted, in an untrusted folder, incomplete or broken."""
+    not run or not work: untrusted, in an untrusted folder, incomplete or broken; or
+    when the harness's config file is there but cannot be read or parsed."""
+    from ..fsutil import unreadable
+
     result = installer.harness_status(harness, project)
     report = Report("hooks-status", result)
     for problem in result.problems:
@@ -40,7 +43,8 @@ def status(harness: str, project: Path | None = None) -> Report:
 
         report.warn(f"Gemini CLI runs no hooks at all in {folder['path']} "
                     f"({folder['detail']}): {trust_fix(folder['path'])}")
-    if (result.installed or result.commands) and (not result.ok or blocked):
+    if ((result.installed or result.commands) and (not result.ok or blocked)) \
+            or unreadable(result.config_path, result.config_exists):
         report.exit_code = ExitCode.PENDING
     return report
 

@@ -396,3 +396,18 @@ def test_the_wrapper_usage_and_generic_docs_name_every_event() -> None:
     result = runner.invoke(app, ["hooks", "install", "--harness", "generic"])
     assert set(EVENTS) <= {line.split()[0] for line in result.output.splitlines()
                            if line.startswith("  ")}
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "qwen"])
+def test_cli_status_exits_8_when_the_harness_cannot_read_its_config(
+        harness: str, data_dir: Path) -> None:
+    path = home() / f".{harness.split('-')[0]}/settings.json"
+    result = runner.invoke(app, ["hooks", "status", "--harness", harness, "--json"])
+    assert result.exit_code == 0  # no file: not installed, nothing to fix
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"hooks": {', encoding="utf-8")
+    result = runner.invoke(app, ["hooks", "status", "--harness", harness, "--json"])
+    document = json.loads(result.stdout)
+    assert result.exit_code == 8 and document["config_exists"] is False
+    assert any(str(path) in problem for problem in document["problems"])
+    assert path.read_text(encoding="utf-8") == '{"hooks": {'  # left as it was

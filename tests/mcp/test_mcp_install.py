@@ -389,3 +389,29 @@ def test_a_file_that_is_not_even_json_with_comments_is_refused_untouched(
         "it was left untouched")
     assert path.read_text(encoding="utf-8") == broken
     assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("client", ["gemini", "codex"])
+def test_status_exits_8_when_the_config_cannot_be_read_or_the_entry_cannot_work(
+        client: str, home: Path) -> None:
+    path = default_path(home, client)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert mnemo("mcp", "status", "--client", client)["exit_code"] == 0  # no file: not installed
+    path.write_text('{"mcpServers": {"mnemo": 5' if client == "gemini" else "[mcp_servers\n",
+                    encoding="utf-8")
+    broken = mnemo("mcp", "status", "--client", client)
+    assert broken["exit_code"] == 8 and broken["config_exists"] is False
+    assert broken["problems"] and str(path) in broken["problems"][0]
+    path.unlink()
+    path.mkdir()  # not even a file
+    assert mnemo("mcp", "status", "--client", client)["exit_code"] == 8
+    path.rmdir()
+    assert mnemo("mcp", "install", "--client", client)["exit_code"] == 0
+    assert mnemo("mcp", "status", "--client", client)["exit_code"] == 0
+    moved = home / "uninstalled" / "mnemo"
+    text = path.read_text(encoding="utf-8")
+    entry = clients.status(client).mnemo_path
+    assert entry
+    path.write_text(text.replace(entry, str(moved)), encoding="utf-8")
+    gone = mnemo("mcp", "status", "--client", client)
+    assert gone["installed"] is True and gone["ok"] is False and gone["exit_code"] == 8
