@@ -187,17 +187,25 @@ def prepare(run: HookRun, role: str, text: str) -> str:
     return f"{ROLE_PREFIX[role]}{body}" if body else ""
 
 
-def usable_cwd(run: HookRun, event: HookEvent) -> str | None:
-    """The event's directory if it can be resolved; otherwise log and give up."""
+def usable_cwd(run: HookRun, event: HookEvent,
+               otherwise: str = "no memory read or written") -> str | None:
+    """The event's directory if it can be resolved; otherwise log (saying what
+    happens instead) and give up."""
     cwd = event.cwd
     if not cwd:
         run.log("no directory in the event or environment; nothing to do", level="info")
         return None
     if not os.path.isabs(cwd) or not os.path.isdir(cwd):
         run.log(f"directory {cwd!r} ({event.cwd_source}) is not an existing absolute path; "
-                "no memory read or written", level="info")
+                f"{otherwise}", level="info")
         return None
     return cwd
+
+
+# A session's turns typed before its directory went away (the repository moved or
+# renamed mid-session) still reach the workspace each was typed in (`_write_context`).
+SPOOLED_TURNS_GO_ON = ("nothing new is read or written there; the session's turns "
+                       "typed before go to the workspace each was typed in")
 
 
 # ─── Prompt ────────────────────────────────────────────────────────────────
@@ -218,7 +226,8 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         try:
             # Durable first: the turn is in the spool before anything else can fail.
             displaced, dropped = spool.add_prompt(
-                truncate(text, int(settings["capture.user_limit"])), cwd, event.session_id)
+                truncate(text, int(settings["capture.user_limit"])), cwd, event.session_id,
+                workspace_key(cwd))
             if dropped:
                 run.log(f"spool full ({MAX_PENDING} turns or {MAX_BYTES} bytes of a session "
                         f"that could not be stored): dropped the {dropped} oldest pending "
@@ -260,6 +269,21 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         keep_vectors(run)
 
     run.later(after)
+
+
+def workspace_key(cwd: str) -> str | None:
+    """The identity key of the marker that binds `cwd`, if any: the marker alone
+    (a few stats, no index and no lock), so the spool's write stays the prompt
+    hook's first step; the index resolves it if the turn is ever stored from a
+    directory that is gone."""
+    from ..workspace import identity
+
+    try:
+        location = identity.find_workspace(Path(cwd))
+    except Exception:  # noqa: BLE001 - the recall resolves it again, and logs
+        return None
+    uuid = location.workspace_uuid if location.found else None
+    return identity.identity_key_for(uuid) if uuid else None
 
 
 def keep_vectors(run: HookRun) -> None:
@@ -460,13 +484,26 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str, spool: Spool) -> 
 
 # ─── Capture ───────────────────────────────────────────────────────────────
 
-def _write_context(run: HookRun, cwd: str | None, session_id: str | None) -> MemoryContext | None:
-    from ..workspace.context import resolve_memory_context
+def _write_context(run: HookRun, cwd: str | None, session_id: str | None,
+                   workspace: str | None = None) -> MemoryContext | None:
+    """Where a turn typed in `cwd` goes: the workspace it was typed in (`workspace`,
+    the marker's identity when the prompt came; a rebind followed), wherever that
+    repository is now, even gone from `cwd` (moved or renamed mid-session, and
+    perhaps another repository there now); else the workspace bound at `cwd` now;
+    None (not stored, and said in the log when `cwd` is gone) when neither is known."""
+    from ..workspace.context import resolve_known_workspace, resolve_memory_context
 
-    if not cwd or not os.path.isdir(cwd):
-        return None
-    return resolve_memory_context(cwd, session_id, run.settings,
-                                  mode=run.settings.auto_write_scope)
+    mode = run.settings.auto_write_scope
+    if workspace:
+        known = resolve_known_workspace(workspace, session_id, run.settings, mode=mode)
+        if known is not None:
+            return known
+    if cwd and os.path.isdir(cwd):
+        return resolve_memory_context(cwd, session_id, run.settings, mode=mode)
+    if cwd:
+        run.log(f"a turn typed in {cwd!r}, a directory that no longer exists, names no "
+                "known workspace: not stored", level="warning")
+    return None
 
 
 def _target(ctx: MemoryContext) -> Target | None:
@@ -495,13 +532,15 @@ def already_stored(target: Target, content: str, base: Path) -> bool:
 
 
 def store_one(run: HookRun, user: str | None, reply: str | None, cwd: str | None,
-              session_id: str | None, *, check_duplicate: bool = False) -> Target | None:
-    """Store one turn; the target written to, or None when nothing was stored."""
+              session_id: str | None, *, check_duplicate: bool = False,
+              workspace: str | None = None) -> Target | None:
+    """Store one turn typed in `cwd` (in the workspace `workspace`, when known); the
+    target written to, or None when nothing was stored."""
     from ..memory.banks import TALK_SOURCE
 
     storage = _storage()
 
-    ctx = _write_context(run, cwd, session_id)
+    ctx = _write_context(run, cwd, session_id, workspace)
     target = _target(ctx) if ctx is not None else None
     if target is None:
         return None
@@ -604,7 +643,8 @@ def _store_retrying(run: HookRun, turn: Turn) -> Target | None:
         try:
             # After a failed try the row may be in: check before writing again.
             return store_one(run, turn.text, turn.reply, turn.cwd, turn.session_id,
-                             check_duplicate=turn.stale or pause != BUSY_RETRIES[0])
+                             check_duplicate=turn.stale or pause != BUSY_RETRIES[0],
+                             workspace=turn.workspace)
         except BusyError:
             if pause is None:
                 raise
@@ -655,7 +695,7 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
     if not run.settings["capture.enabled"]:
         run.emit(neutral_output(run.harness, run.kind))
         return
-    cwd = usable_cwd(run, event)
+    cwd = usable_cwd(run, event, SPOOLED_TURNS_GO_ON)
     spool = Spool(run.base, run.harness, event.session_id, cwd or event.cwd)
     user = clean_text(run, event.user) if event.user else ""
     reply = None
@@ -685,7 +725,7 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
 
 def on_session_end(run: HookRun, event: HookEvent) -> None:
     run.emit(neutral_output(run.harness, run.kind))
-    cwd = usable_cwd(run, event) or event.cwd
+    cwd = usable_cwd(run, event, SPOOLED_TURNS_GO_ON) or event.cwd
     spool = Spool(run.base, run.harness, event.session_id, cwd)
 
     def after() -> None:

@@ -64,6 +64,10 @@ class Turn:
     # turn end before it answers the harness, so storing it later cannot lose it.
     reply: str | None = None
     stale: bool = False  # set in memory only: a dead claimer may have stored it already
+    # The identity key of the workspace the prompt was typed in (None: unbound, or not
+    # resolved), so that a turn whose directory is gone by the time it is stored (the
+    # repository moved or renamed mid-session, a removed worktree) still reaches it.
+    workspace: str | None = None
 
     @classmethod
     def from_json(cls, raw: object) -> Turn | None:
@@ -71,10 +75,12 @@ class Turn:
             return None
         try:
             reply = raw.get("reply")
+            workspace = raw.get("workspace")
             return cls(id=str(raw["id"]), text=str(raw["text"]), cwd=raw.get("cwd"),
                        session_id=raw.get("session_id"), at=int(raw.get("at") or 0),
                        claim_pid=raw.get("claim_pid"), claim_at=raw.get("claim_at"),
-                       reply=reply if isinstance(reply, str) else None)
+                       reply=reply if isinstance(reply, str) else None,
+                       workspace=workspace if isinstance(workspace, str) else None)
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -86,6 +92,8 @@ class Turn:
                                    "claim_pid": self.claim_pid, "claim_at": self.claim_at}
         if self.reply is not None:
             data["reply"] = self.reply
+        if self.workspace is not None:
+            data["workspace"] = self.workspace
         return data
 
     @property
@@ -234,9 +242,9 @@ class Spool:
             claimed.append(turn)
         return claimed
 
-    def add_prompt(self, text: str, cwd: str | None, session_id: str | None
-                   ) -> tuple[list[Turn], int]:
-        """Record `text` as the pending turn.
+    def add_prompt(self, text: str, cwd: str | None, session_id: str | None,
+                   workspace: str | None = None) -> tuple[list[Turn], int]:
+        """Record `text` as the pending turn (typed in the workspace `workspace`).
 
         Returns the older turns now to be stored (claimed for this process)
         and how many of the oldest unclaimed turns the bounds dropped (0 but
@@ -250,7 +258,7 @@ class Spool:
             dropped = _enforce_bounds(state, incoming=len(text))
             to_store = self._claim_open_turns(state)
             state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
-                                    session_id=session_id, at=now_ms()))
+                                    session_id=session_id, at=now_ms(), workspace=workspace))
             return to_store, dropped
 
     def mark_standing(self, *, force: bool = False) -> bool:

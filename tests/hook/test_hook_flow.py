@@ -371,3 +371,65 @@ def test_reply_falls_back_to_the_transcript_when_the_event_lacks_it(repo: Path, 
     run_inprocess("turn-end", "claude-code", end)
     rows = [c for _, _, c in all_rows(data_dir, ("working_memory",))]
     assert "[ASSISTANT] Use the blue deploy lane." in rows
+
+
+# ─── A turn whose directory is gone before it is stored ────────────────────
+
+def _rows_by_namespace(data_dir: Path) -> dict[str, list[str]]:
+    rows: dict[str, list[str]] = {}
+    for _, namespace, content in all_rows(data_dir, ("working_memory",)):
+        if content.startswith("[USER]"):
+            rows.setdefault(namespace, []).append(content)
+    return rows
+
+
+@pytest.mark.parametrize("ending", ["turn-end", "session-end"])
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "qwen", "cursor"])
+def test_a_turn_typed_before_the_repository_moved_reaches_its_workspace(
+        harness: str, ending: str, make_repo, data_dir: Path) -> None:
+    """The prompt is spooled in `shop`; the user renames the repository (and clones
+    another one where it was) before the turn ends: the turn goes to the workspace
+    it was typed in, never to the newcomer, and nothing is dropped."""
+    from tests.conftest import bind_repo
+
+    shop = make_repo("shop")
+    home = bind_repo(shop)
+    decision = "We decided the cache TTL is 90 seconds for the shop API"
+    run_inprocess("prompt", harness, payload(harness, "prompt", cwd=shop, session="m1",
+                                             prompt=decision))
+    moved = shop.with_name("shop-renamed")
+    shop.rename(moved)
+    newcomer = bind_repo(make_repo("shop"))  # another repository where it was
+    assert newcomer.namespace != home.namespace
+    run_inprocess(ending, harness, payload(harness, ending, cwd=shop, session="m1",
+                                           prompt=decision, reply="Noted."))
+    assert _rows_by_namespace(data_dir) == {home.namespace: [f"[USER] {decision}"]}
+
+
+def test_a_turn_from_a_directory_that_is_gone_reaches_its_workspace(
+        make_repo, data_dir: Path) -> None:
+    from tests.conftest import bind_repo
+
+    shop = make_repo("shop")
+    home = bind_repo(shop)
+    run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=shop,
+                                                   session="m2", prompt="the parser owns lexing"))
+    shop.rename(shop.with_name("elsewhere"))
+    out = run_inprocess("turn-end", "claude-code", payload("claude-code", "turn-end", cwd=shop,
+                                                           session="m2", reply="Yes."))
+    assert out == ""
+    assert _rows_by_namespace(data_dir) == {home.namespace: ["[USER] the parser owns lexing"]}
+    assert "the session's turns typed before go to the workspace" in log_text(data_dir)
+
+
+def test_a_turn_from_an_unbound_directory_that_is_gone_is_said_in_the_log(
+        make_repo, data_dir: Path) -> None:
+    scratch = make_repo("scratch")  # never bound: its turns are not captured
+    run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=scratch,
+                                                   session="m3", prompt="just trying things"))
+    scratch.rename(scratch.with_name("scratch-gone"))
+    run_inprocess("turn-end", "claude-code", payload("claude-code", "turn-end", cwd=scratch,
+                                                     session="m3", reply="Ok."))
+    assert _rows_by_namespace(data_dir) == {}
+    assert "a directory that no longer exists, names no known workspace: not stored" \
+        in log_text(data_dir)

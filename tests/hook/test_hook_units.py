@@ -249,14 +249,16 @@ def test_strip_removes_own_block_hint_and_harness_reminders() -> None:
 
 def test_a_spooled_turn_keeps_every_field_but_the_in_memory_flag() -> None:
     turn = Turn(id="t1", text="deploy how?", cwd="/w", session_id="S", at=7, claim_pid=42,
-                claim_at=9, reply="With make release.", stale=True)
+                claim_at=9, reply="With make release.", stale=True, workspace="id:abc")
     data = turn.to_json()
     # a field added to Turn and forgotten in to_json would be lost on every save
     assert set(data) == {f.name for f in record_fields(Turn)} - {"stale"}
     again = Turn.from_json(json.loads(json.dumps(data)))
     assert again == Turn(id="t1", text="deploy how?", cwd="/w", session_id="S", at=7,
-                         claim_pid=42, claim_at=9, reply="With make release.")
-    assert "reply" not in Turn(id="t2", text="x", cwd=None, session_id=None, at=1).to_json()
+                         claim_pid=42, claim_at=9, reply="With make release.",
+                         workspace="id:abc")
+    bare = Turn(id="t2", text="x", cwd=None, session_id=None, at=1).to_json()
+    assert "reply" not in bare and "workspace" not in bare
 
 
 def test_spool_pairs_and_never_hands_a_turn_out_twice(tmp_path: Path) -> None:
