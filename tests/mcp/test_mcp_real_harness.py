@@ -9,7 +9,11 @@ sent back to the model, and the rows on disk).
   unbound directory, in one `claude -p` run per directory (a scripted model
   asks for the tools one after another).  Claude Code defers MCP tools
   behind its ToolSearch tool by default; `ENABLE_TOOL_SEARCH=false` lists
-  them directly, which is what a scripted model needs.
+  them directly, which is what a scripted model needs.  It also connects MCP
+  servers in the background by default, so on a loaded machine its first
+  request went out before `mnemo mcp` was up, without mnemo's tools (3 runs
+  of 3 with six busy loops on two cores); `MCP_CONNECTION_NONBLOCKING=false`
+  makes it wait for the connection (3 of 3 passed under the same load).
 - Gemini CLI 0.61.0: `remember` and `recall` in a bound repository
   (`mcp_mnemo_<tool>`, run with --yolo, as `-p` cannot ask for approval).
 - Qwen Code 0.24.4: the same through its `tool_call` tool (it defers MCP
@@ -169,7 +173,7 @@ def test_claude_code_calls_every_tool_in_two_repos_and_an_unbound_dir(
                                  cwd=home))
     assert installed["config_path"] == str(home / ".claude.json")
     allow = ["--allowedTools", "mcp__mnemo"]
-    quiet = {"ENABLE_TOOL_SEARCH": "false"}
+    quiet = {"ENABLE_TOOL_SEARCH": "false", "MCP_CONNECTION_NONBLOCKING": "false"}
     every = [call("remember", text="{name} deploys with make release"),
              call("recall", query="deploys ships"), call("stats"), call("sleep", dry_run=True),
              call("status"), call("workspaces"), call("bind"), call("forget", id=beta_id)]
