@@ -193,7 +193,11 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
     limit = timeout if timeout is not None else float(installer.HOOK_TIMEOUT_SECONDS)
     started: SessionStartRun | None = None
     start_command = _command(harness, project, base, "session-start")
-    if start_command is not None:
+    # Codex runs no entry it has not trusted: an untrusted session start gives nothing,
+    # and the first prompt brings the standing block instead, as the test then shows.
+    untrusted = [t["state"] for t in status.trust if t["ours"] and t["state"] != "trusted"
+                 and t["event"] == HARNESSES[harness].event_names["session-start"]]
+    if start_command is not None and not untrusted:
         start_event = session_start_event(harness, cwd, session_id)
         code, late, out, _, took = _run(start_command, start_event, cwd, env, limit)
         given = _additional_context(harness, out)
@@ -217,6 +221,10 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
             result.hook_log = handle.read().decode("utf-8", "replace").splitlines()[-20:]
     except OSError:
         pass
+    if start_command is not None and untrusted:
+        result.notes.append(f"the harness would not run mnemo's session-start entry (it is "
+                            f"{untrusted[0]}): the standing block comes with the first "
+                            "prompt instead")
     _judge(result, status, spec.can_inject)
     return result
 

@@ -635,13 +635,14 @@ def test_hooks_test_runs_the_session_start_first_as_the_harness_does(
     assert mnemo("remember", "--standing", RULE, cwd=repo).exit_code == 0
     assert mnemo("remember", "Deploys go out with make release, never by hand",
                  cwd=repo).exit_code == 0
-    core.install(harness)
+    core.install(harness, trust=harness == "codex")
     if harness == "gemini":
         _trusted_folders({str(repo): "TRUST_FOLDER"})
     monkeypatch.chdir(repo)
     result = runner.invoke(app, ["hooks", "test", "--harness", harness, "--prompt",
                                  "how do deploys go out?", "--json"])
     document = json.loads(result.stdout)
+    assert result.exit_code == 0 and document["would_run"], document
     start = document["session_start"]
     assert start["event"]["hook_event_name"] == registry.HARNESSES[harness].event_names[
         "session-start"]
@@ -656,6 +657,24 @@ def test_hooks_test_runs_the_session_start_first_as_the_harness_does(
     text = result.output
     assert text.index("at the session's start, the model reads") < text.index(RULE) \
         < text.index("with the prompt, the model reads") < text.index("make release")
+
+
+def test_hooks_test_runs_no_session_start_that_codex_would_not_run(
+        repo: Path, data_dir: Path, monkeypatch) -> None:
+    """Untrusted, Codex skips mnemo's entries: the test runs no session start, says
+    so, and the rules come with the first prompt (as they would once trusted
+    the prompt entry alone)."""
+    from tests.memory.conftest import mnemo
+
+    configure()
+    assert mnemo("remember", "--standing", RULE, cwd=repo).exit_code == 0
+    core.install("codex")
+    monkeypatch.chdir(repo)
+    result = runner.invoke(app, ["hooks", "test", "--harness", "codex", "--json"])
+    document = json.loads(result.stdout)
+    assert result.exit_code == 8 and document["session_start"] is None
+    assert any("would not run mnemo's session-start entry" in n for n in document["notes"])
+    assert RULE in document["additional_context"]
 
 
 def test_hooks_test_of_a_harness_without_a_session_start_gives_the_rules_with_the_prompt(
