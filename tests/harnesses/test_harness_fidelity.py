@@ -659,36 +659,24 @@ def test_hooks_test_runs_the_session_start_first_as_the_harness_does(
         < text.index("with the prompt, the model reads") < text.index("make release")
 
 
-def test_hooks_test_runs_no_session_start_that_codex_would_not_run(
-        repo: Path, data_dir: Path, monkeypatch) -> None:
-    """Untrusted, Codex skips mnemo's entries: the test runs no session start, says
-    so, and the rules come with the first prompt (as they would once trusted
-    the prompt entry alone)."""
+@pytest.mark.parametrize(("harness", "exit_code"), [("codex", 8), ("generic", 0)])
+def test_hooks_test_without_a_session_start_gives_the_rules_with_the_prompt(
+        harness: str, exit_code: int, repo: Path, data_dir: Path, monkeypatch) -> None:
+    """No session start runs where the harness runs none: `generic` (its caller may
+    not), and Codex before mnemo's entries are trusted (it skips them; the test says
+    so).  The rules then come with the first prompt."""
     from tests.memory.conftest import mnemo
 
     configure()
     assert mnemo("remember", "--standing", RULE, cwd=repo).exit_code == 0
-    core.install("codex")
+    core.install(harness)
     monkeypatch.chdir(repo)
-    result = runner.invoke(app, ["hooks", "test", "--harness", "codex", "--json"])
+    result = runner.invoke(app, ["hooks", "test", "--harness", harness, "--json"])
     document = json.loads(result.stdout)
-    assert result.exit_code == 8 and document["session_start"] is None
-    assert any("would not run mnemo's session-start entry" in n for n in document["notes"])
+    assert result.exit_code == exit_code and document["session_start"] is None
     assert RULE in document["additional_context"]
-
-
-def test_hooks_test_of_a_harness_without_a_session_start_gives_the_rules_with_the_prompt(
-        repo: Path, data_dir: Path, monkeypatch) -> None:
-    from tests.memory.conftest import mnemo
-
-    configure()
-    assert mnemo("remember", "--standing", RULE, cwd=repo).exit_code == 0
-    core.install("generic")
-    monkeypatch.chdir(repo)
-    result = runner.invoke(app, ["hooks", "test", "--harness", "generic", "--json"])
-    document = json.loads(result.stdout)
-    assert document["session_start"] is None
-    assert RULE in document["additional_context"]
+    skipped = [n for n in document["notes"] if "would not run mnemo's session-start entry" in n]
+    assert len(skipped) == (harness == "codex")
 
 
 def test_hooks_test_says_why_the_harness_would_not_run_it(make_repo, data_dir: Path,
