@@ -126,11 +126,14 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
-def store(db_path: Path, embed: Embedder, items: Sequence[tuple[str, str]]) -> int:
+def store(db_path: Path, embed: Embedder, items: Sequence[tuple[str, str]],
+          vectors: Sequence[Any] | None = None) -> int:
     """Embed `(memory_id, text)` pairs and keep their vectors; how many were stored.
 
-    Raises `EmbedError` when the model fails (callers fall back to leaving the
-    memory without a vector: `mnemo reindex` fills it in later).
+    `vectors`, when given, are the items' vectors already computed by `embed`
+    (`remember_at` embeds before the row is written).  Raises `EmbedError` when
+    the model fails (callers fall back to leaving the memory without a vector:
+    `mnemo reindex` fills it in later).
     """
     if not items:
         return 0
@@ -143,11 +146,12 @@ def store(db_path: Path, embed: Embedder, items: Sequence[tuple[str, str]]) -> i
         try:
             for start in range(0, len(items), BATCH):
                 chunk = items[start:start + BATCH]
-                vectors = embed.embed_documents([text for _, text in chunk])
+                computed = embed.embed_documents([text for _, text in chunk]) \
+                    if vectors is None else vectors[start:start + BATCH]
                 conn.executemany(
                     f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
                     [(memory_id, embed.model_id, embed.dim, to_bytes(vector), stamp)
-                     for (memory_id, _), vector in zip(chunk, vectors, strict=True)])
+                     for (memory_id, _), vector in zip(chunk, computed, strict=True)])
                 conn.commit()
                 written += len(chunk)
         finally:

