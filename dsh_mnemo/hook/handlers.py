@@ -495,7 +495,7 @@ def _write_context(run: HookRun, cwd: str | None, session_id: str | None,
 
     mode = run.settings.auto_write_scope
     if workspace:
-        known = resolve_known_workspace(workspace, session_id, run.settings, mode=mode)
+        known = resolve_known_workspace(workspace, session_id, mode=mode)
         if known is not None:
             return known
     if cwd and os.path.isdir(cwd):

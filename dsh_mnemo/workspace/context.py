@@ -129,23 +129,18 @@ def resolve_memory_context(cwd: Path | str | None, session_id: str | None,
                          bound=True, reason=REASON_MARKER, bank=entry.bank, **common)
 
 
-def resolve_known_workspace(identity_key: str, session_id: str | None, settings: Settings, *,
-                            mode: str, index: Index | None = None) -> MemoryContext | None:
+def resolve_known_workspace(identity_key: str, session_id: str | None, *, mode: str,
+                            index: Index | None = None) -> MemoryContext | None:
     """The context of the bound workspace `identity_key` (its active entry: a rebind
     is followed), for a turn spooled there whose directory is gone by the time it is
     stored.  None when the index does not know it (it was never bound, or was
     forgotten), or in session mode without a session id."""
     entry = (index or Index()).peek().active_for(identity_key)
-    if entry is None:
-        return None
     sid = _valid_session_id(session_id)
-    common = dict(mode=mode, session_id=sid, workspace=entry, identity_key=entry.identityKey,
-                  root=entry.lastSeenPath or None, display_name=entry.displayName, bound=True,
-                  reason=REASON_KNOWN)
-    if mode == "session":
-        if sid is None:
-            return None
-        return MemoryContext(namespace=identity.session_namespace(sid), bank=entry.bank,
-                             **common)
-    return MemoryContext(namespace=entry.namespace, bank=entry.bank, **common)
-
+    if entry is None or (mode == "session" and sid is None):
+        return None
+    namespace = identity.session_namespace(sid) if mode == "session" else entry.namespace
+    return MemoryContext(namespace=namespace, identity_key=entry.identityKey,
+                         root=entry.lastSeenPath or None, display_name=entry.displayName,
+                         bound=True, reason=REASON_KNOWN, bank=entry.bank, mode=mode,
+                         session_id=sid, workspace=entry)
