@@ -195,8 +195,7 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
     start_command = _command(harness, project, base, "session-start")
     # Codex runs no entry it has not trusted: an untrusted session start gives nothing,
     # and the first prompt brings the standing block instead, as the test then shows.
-    untrusted = [t["state"] for t in status.trust if t["ours"] and t["state"] != "trusted"
-                 and t["event"] == HARNESSES[harness].event_names["session-start"]]
+    untrusted = _untrusted(status, harness, "session-start")
     if start_command is not None and not untrusted:
         start_event = session_start_event(harness, cwd, session_id)
         code, late, out, _, took = _run(start_command, start_event, cwd, env, limit)
@@ -223,10 +222,18 @@ def run(harness: str, project: Path | None = None, *, cwd: Path | None = None,
         pass
     if start_command is not None and untrusted:
         result.notes.append(f"the harness would not run mnemo's session-start entry (it is "
-                            f"{untrusted[0]}): the standing block comes with the first "
-                            "prompt instead")
+                            f"{untrusted[0]['state']}): the standing block comes with the "
+                            "first prompt instead")
     _judge(result, status, spec.can_inject)
     return result
+
+
+def _untrusted(status: installer.HarnessStatus, harness: str, kind: str) -> list[dict[str, Any]]:
+    """mnemo's entries for the event `kind` that the harness (Codex) has not trusted,
+    and so skips."""
+    event = HARNESSES[harness].event_names[kind]
+    return [t for t in status.trust
+            if t["ours"] and t["event"] == event and t["state"] != "trusted"]
 
 
 def _judge(result: HookTest, status: installer.HarnessStatus, can_inject: bool) -> None:
@@ -234,12 +241,9 @@ def _judge(result: HookTest, status: installer.HarnessStatus, can_inject: bool) 
     name = result.harness
     if not status.installed:
         blockers.append("not every event has mnemo's entry: " + "; ".join(status.problems))
-    prompt_trust = [t for t in status.trust if t["ours"] and t["event"] ==
-                    HARNESSES[name].event_names["prompt"]]
-    for entry in prompt_trust:
-        if entry["state"] != "trusted":
-            blockers.append(f"Codex skips this entry silently: it is {entry['state']} "
-                            f"({entry['key']}). {status.trust_fix or ''}".strip())
+    for entry in _untrusted(status, name, "prompt"):
+        blockers.append(f"Codex skips this entry silently: it is {entry['state']} "
+                        f"({entry['key']}). {status.trust_fix or ''}".strip())
     for problem in status.problems:
         if "is not trusted in" in problem:
             blockers.append(problem)
