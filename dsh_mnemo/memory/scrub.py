@@ -114,6 +114,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from ..lazy_re import lazy
 from ..record import field, record
@@ -519,59 +520,84 @@ def _tok(literal: str, body: str, boundary: str = "A-Za-z0-9") -> str:
 
 _END = r"(?![A-Za-z0-9_-])"
 
-# (kind, literal that must be in the text for the pattern to run, pattern).
-# A pattern with a `head` group keeps it.  Order matters: specific prefixes
-# before the general ones that contain them.  Each is compiled the first time
-# its literal turns up: most texts hold none, and a hook pays for every
-# pattern it compiles at its start.
-_TOKEN_PATTERNS: tuple[tuple[str, str, str], ...] = (
-    ("anthropic-key", "sk-ant-", _tok("sk-ant-", r"[A-Za-z0-9_-]{20,}")),
-    ("openai-key", "sk-", _tok("sk-", r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
-                                      r"|[A-Za-z0-9]{20,}[A-Za-z0-9_-]{0,512})")),
-    ("stripe-key", "k_", _tok("[srp]k_(?:live|test)_", r"[A-Za-z0-9]{10,}")),
-    ("stripe-webhook-secret", "whsec_", _tok("whsec_", r"[A-Za-z0-9+/=]{20,}")),
-    ("github-token", "gh", _tok("gh[pousr]_", r"[A-Za-z0-9]{30,}")),
-    ("github-token", "github_pat_", _tok("github_pat_", r"[A-Za-z0-9_]{22,}")),
-    ("gitlab-token", "gl", _tok("gl", r"(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-"
-                                      r"[A-Za-z0-9_-]{20,}")),
-    ("aws-access-key", "A", _tok("A", r"(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|"
-                                      r"3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("slack-token", "xox", _tok("xox[abposre]-", r"[A-Za-z0-9-]{10,}")),
-    ("slack-token", "xapp-", _tok("xapp-", r"[0-9]{1,3}-[A-Za-z0-9-]{10,}")),
-    ("slack-webhook", "hooks.slack.com",
-     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}"),
-    ("google-api-key", "AIza", _tok("AIza", r"[0-9A-Za-z_-]{30,}")),
-    ("google-oauth-secret", "GOCSPX-", _tok("GOCSPX-", r"[A-Za-z0-9_-]{20,}")),
-    ("google-oauth-token", "ya29.", _tok(r"ya29\.", r"[0-9A-Za-z_-]{20,}")),
-    ("google-oauth-token", "1//", _tok("1//", r"0[0-9A-Za-z_-]{30,}", "A-Za-z0-9/")),
-    ("azure-key", "Key", r"(?P<head>(?:AccountKey|SharedAccessKey)(?<![A-Za-z0-9]AccountKey)"
-                         r"(?<![A-Za-z0-9]SharedAccessKey)[ \t]{0,4}=[ \t]{0,4})"
-                         r"[A-Za-z0-9+/]{20,}={0,2}"),
-    ("azure-sas-signature", "sig=",
-     r"(?P<head>sig=)(?<![A-Za-z0-9_]sig=)[A-Za-z0-9%+/]{16,}={0,2}"),
-    ("sendgrid-key", "SG.", _tok(r"SG\.", r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
-    ("twilio-key", "SK", _tok("SK", r"[0-9a-fA-F]{32}(?![A-Za-z0-9])")),
-    ("digitalocean-token", "_v1_", _tok("do[por]_v1_", r"[a-fA-F0-9]{64}")),
-    ("npm-token", "npm_", _tok("npm_", r"[A-Za-z0-9]{30,}")),
-    ("pypi-token", "pypi-", _tok("pypi-", r"[A-Za-z0-9_-]{40,}")),
-    ("huggingface-token", "hf_", _tok("hf_", r"[A-Za-z0-9]{30,}")),
-    ("huggingface-token", "api_org_", _tok("api_org_", r"[A-Za-z0-9]{30,}")),
-    ("heroku-key", "HRKU-", _tok("HRKU-", r"[A-Za-z0-9_-]{20,}")),
-    ("mailgun-key", "key-", _tok("key-", r"[0-9a-zA-Z]{32}(?![A-Za-z0-9])", "A-Za-z0-9_-")),
-    ("sentry-token", "sntry", _tok("sntry[su]_", r"[A-Za-z0-9_=+/-]{30,}")),
-    ("discord-webhook", "discord",
-     r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/"
-     r"[A-Za-z0-9_-]{20,}"),
-    ("discord-token", ".",
-     r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\."
-     r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
-    ("telegram-token", ":AA", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END),
-    ("vault-token", "hv", _tok(r"hv[sbr]\.", r"[A-Za-z0-9_-]{24,}")),
-    ("databricks-token", "dapi", _tok("dapi", r"[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])")),
-    ("shopify-token", "shp", _tok("shp(?:at|ss|ca|pa)_", r"[0-9a-fA-F]{32}")),
-    ("linear-key", "lin_", _tok("lin_", r"(?:api|oauth)_[A-Za-z0-9]{32,}")),
-    ("notion-token", "ntn_", _tok("ntn_", r"[A-Za-z0-9]{40,}")),
-    ("age-secret-key", "AGE-SECRET-KEY-", _tok("AGE-SECRET-KEY-1", r"[0-9A-Z]{50,}")),
+class _Token(NamedTuple):
+    kind: str
+    needle: str  # a literal that must be in the text for the pattern to run
+    source: str  # the pattern; a `head` group in it is kept
+    cut: str | None  # the prefix `_CUT_END` looks for (below); None: not looked for
+    cut_digit: bool  # ... and whether what follows it there must hold a digit
+
+
+def _token(kind: str, needle: str, literal: str, rest: str, body: str, *,
+           boundary: str = "A-Za-z0-9", cut: bool = True, digit: bool = False) -> _Token:
+    """A token that starts with a prefix: `literal` (see `_tok`), then `rest` (the
+    prefix's variable part, if any), then `body`.  The whole prefix is what a
+    cut token is recognised by; `digit` for a prefix that could start a word."""
+    return _Token(kind, needle, _tok(literal, rest + body, boundary),
+                  literal + rest if cut else None, digit)
+
+
+def _bare(kind: str, needle: str, source: str) -> _Token:
+    """A token with no prefix of its own: not looked for at a cut."""
+    return _Token(kind, needle, source, None, False)
+
+
+# Order matters: specific prefixes before the general ones that contain them.
+# Each pattern is compiled the first time its literal turns up: most texts
+# hold none, and a hook pays for every pattern it compiles at its start.
+_TOKEN_PATTERNS: tuple[_Token, ...] = (
+    _token("anthropic-key", "sk-ant-", "sk-ant-", "", r"[A-Za-z0-9_-]{20,}"),
+    _token("openai-key", "sk-", "sk-", "", r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+                                           r"|[A-Za-z0-9]{20,}[A-Za-z0-9_-]{0,512})", digit=True),
+    _token("stripe-key", "k_", "[srp]k_(?:live|test)_", "", r"[A-Za-z0-9]{10,}"),
+    _token("stripe-webhook-secret", "whsec_", "whsec_", "", r"[A-Za-z0-9+/=]{20,}"),
+    _token("github-token", "gh", "gh[pousr]_", "", r"[A-Za-z0-9]{30,}"),
+    _token("github-token", "github_pat_", "github_pat_", "", r"[A-Za-z0-9_]{22,}"),
+    _token("gitlab-token", "gl", "gl", "(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-",
+           r"[A-Za-z0-9_-]{20,}"),
+    _token("aws-access-key", "A", "A",
+           "(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|3T[A-Z0-9])",
+           r"[A-Z0-9]{16}(?![A-Za-z0-9])", digit=True),
+    _token("slack-token", "xox", "xox[abposre]-", "", r"[A-Za-z0-9-]{10,}"),
+    _token("slack-token", "xapp-", "xapp-", "", r"[0-9]{1,3}-[A-Za-z0-9-]{10,}"),
+    _bare("slack-webhook", "hooks.slack.com",
+          r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}"),
+    _token("google-api-key", "AIza", "AIza", "", r"[0-9A-Za-z_-]{30,}", digit=True),
+    _token("google-oauth-secret", "GOCSPX-", "GOCSPX-", "", r"[A-Za-z0-9_-]{20,}"),
+    _token("google-oauth-token", "ya29.", r"ya29\.", "", r"[0-9A-Za-z_-]{20,}"),
+    _token("google-oauth-token", "1//", "1//", "", r"0[0-9A-Za-z_-]{30,}",
+           boundary="A-Za-z0-9/", cut=False),
+    _bare("azure-key", "Key", r"(?P<head>(?:AccountKey|SharedAccessKey)(?<![A-Za-z0-9]AccountKey)"
+                              r"(?<![A-Za-z0-9]SharedAccessKey)[ \t]{0,4}=[ \t]{0,4})"
+                              r"[A-Za-z0-9+/]{20,}={0,2}"),
+    _bare("azure-sas-signature", "sig=",
+          r"(?P<head>sig=)(?<![A-Za-z0-9_]sig=)[A-Za-z0-9%+/]{16,}={0,2}"),
+    _token("sendgrid-key", "SG.", r"SG\.", "", r"[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+           digit=True),
+    _token("twilio-key", "SK", "SK", "", r"[0-9a-fA-F]{32}(?![A-Za-z0-9])", cut=False),
+    _token("digitalocean-token", "_v1_", "do[por]_v1_", "", r"[a-fA-F0-9]{64}"),
+    _token("npm-token", "npm_", "npm_", "", r"[A-Za-z0-9]{30,}", digit=True),
+    _token("pypi-token", "pypi-", "pypi-", "", r"[A-Za-z0-9_-]{40,}", digit=True),
+    _token("huggingface-token", "hf_", "hf_", "", r"[A-Za-z0-9]{30,}", digit=True),
+    _token("huggingface-token", "api_org_", "api_org_", "", r"[A-Za-z0-9]{30,}"),
+    _token("heroku-key", "HRKU-", "HRKU-", "", r"[A-Za-z0-9_-]{20,}"),
+    _token("mailgun-key", "key-", "key-", "", r"[0-9a-zA-Z]{32}(?![A-Za-z0-9])",
+           boundary="A-Za-z0-9_-", cut=False),
+    _token("sentry-token", "sntry", "sntry[su]_", "", r"[A-Za-z0-9_=+/-]{30,}"),
+    _bare("discord-webhook", "discord",
+          r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/"
+          r"[A-Za-z0-9_-]{20,}"),
+    _bare("discord-token", ".",
+          r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\."
+          r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
+    _bare("telegram-token", ":AA", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END),
+    _token("vault-token", "hv", r"hv[sbr]\.", "", r"[A-Za-z0-9_-]{24,}"),
+    _token("databricks-token", "dapi", "dapi", "", r"[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])",
+           cut=False),
+    _token("shopify-token", "shp", "shp(?:at|ss|ca|pa)_", "", r"[0-9a-fA-F]{32}"),
+    _token("linear-key", "lin_", "lin_", "(?:api|oauth)_", r"[A-Za-z0-9]{32,}"),
+    _token("notion-token", "ntn_", "ntn_", "", r"[A-Za-z0-9]{40,}"),
+    _token("age-secret-key", "AGE-SECRET-KEY-", "AGE-SECRET-KEY-1", "", r"[0-9A-Z]{50,}"),
 )
 
 _COMPILED: dict[str, re.Pattern[str]] = {}
@@ -628,7 +654,7 @@ def _aws_secret(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
 
 
 def _redact_tokens(text: str, findings: list[str]) -> str:
-    for kind, needle, source in _TOKEN_PATTERNS:
+    for kind, needle, source, _, _ in _TOKEN_PATTERNS:
         if needle in text:
             pattern = _compiled(source)
             head = r"\g<head>" if "head" in pattern.groupindex else ""
@@ -654,27 +680,12 @@ def _redact_tokens(text: str, findings: list[str]) -> str:
 # - the text ends inside a token of a known prefix (before `...` or `…`, if any);
 #   prefixes that could start a word want a digit in what follows them;
 # - a cut mark at the start or end of the text touches a random-looking run.
-_CUT_PREFIXES: tuple[tuple[str, str, bool], ...] = (
-    ("anthropic-key", "sk-ant-", False), ("openai-key", "sk-", True),
-    ("stripe-key", "[srp]k_(?:live|test)_", False), ("stripe-webhook-secret", "whsec_", False),
-    ("github-token", "gh[pousr]_", False), ("github-token", "github_pat_", False),
-    ("gitlab-token", "gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-", False),
-    ("aws-access-key", "A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA|3T[A-Z0-9])", True),
-    ("slack-token", "xox[abposre]-", False), ("slack-token", "xapp-", False),
-    ("google-api-key", "AIza", True), ("google-oauth-secret", "GOCSPX-", False),
-    ("google-oauth-token", r"ya29\.", False), ("sendgrid-key", r"SG\.", True),
-    ("digitalocean-token", "do[por]_v1_", False), ("npm-token", "npm_", True),
-    ("pypi-token", "pypi-", True), ("huggingface-token", "hf_", True),
-    ("huggingface-token", "api_org_", False), ("heroku-key", "HRKU-", False),
-    ("sentry-token", "sntry[su]_", False), ("vault-token", r"hv[sbr]\.", False),
-    ("shopify-token", "shp(?:at|ss|ca|pa)_", False), ("linear-key", "lin_(?:api|oauth)_", False),
-    ("notion-token", "ntn_", False), ("age-secret-key", "AGE-SECRET-KEY-1", False),
-)
+_CUT_PREFIXES = tuple(token for token in _TOKEN_PATTERNS if token.cut is not None)
 # Searched over the last `_CUT_TAIL` characters only: constant time whatever the text.
 _CUT_TAIL = 320
 _CUT_END = lazy(
     "(?<![A-Za-z0-9_+/=-])(?:"
-    + "|".join(f"(?P<c{i}>{prefix})" for i, (_, prefix, _) in enumerate(_CUT_PREFIXES))
+    + "|".join(f"(?P<c{i}>{token.cut})" for i, token in enumerate(_CUT_PREFIXES))
     + r")(?P<body>[A-Za-z0-9_.+/=-]{0,256})…?[ \t\r\n]{0,8}\Z")
 
 
@@ -688,7 +699,7 @@ def _lead(prefix: str) -> tuple[str, ...]:
     return (prefix[:end],)
 
 
-_CUT_LEADS = tuple(lead for _, prefix, _ in _CUT_PREFIXES for lead in _lead(prefix))
+_CUT_LEADS = tuple(lead for token in _CUT_PREFIXES for lead in _lead(token.cut or ""))
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=-")
 
 
@@ -729,10 +740,11 @@ def _redact_cut(text: str, findings: list[str]) -> str:
     if cut is not None:
         index = next(int(name[1:]) for name, value in cut.groupdict().items()
                      if name != "body" and value is not None)
-        kind, _, wants_digit = _CUT_PREFIXES[index]
+        token = _CUT_PREFIXES[index]
         body = cut.group("body").rstrip(".")
-        if body and (not wants_digit or any(c in _DIGITS for c in body)):
-            spans.append(_Span(cut.start(), cut.start("body") + len(body), marker(kind), kind))
+        if body and (not token.cut_digit or any(c in _DIGITS for c in body)):
+            spans.append(_Span(cut.start(), cut.start("body") + len(body), marker(token.kind),
+                               token.kind))
     return _apply(text, spans, findings)
 
 

@@ -682,6 +682,8 @@ def test_only_unvetted_upstream_patterns_are_compiled(monkeypatch: pytest.Monkey
 
 def test_every_token_pattern_compiles_though_each_is_compiled_on_first_use() -> None:
     # compiled lazily (when its literal is in the text), so a typo no longer fails at import
-    for kind, needle, source in scrub_module._TOKEN_PATTERNS:
-        assert needle, kind
-        re.compile(source)
+    for token in scrub_module._TOKEN_PATTERNS:
+        assert token.needle, token.kind
+        re.compile(token.source)
+        if token.cut is not None:  # the prefix a cut copy of the token is known by
+            re.compile(token.cut)
