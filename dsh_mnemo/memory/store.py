@@ -337,6 +337,13 @@ LEXICAL_TOP = 5
 
 
 @private_files()
+def _check_query(query: str, top_k: int) -> None:
+    if not query or not query.strip():
+        raise RefusedError("the query is empty")
+    if top_k < 1:
+        raise RefusedError("--top-k must be at least 1")
+
+
 def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: float = 0.0,
            temporal_halflife: float | None = None, base: Path | None = None,
            embed: Any = None, tracking: list[Any] | None = None,
@@ -356,10 +363,7 @@ def recall(ctx: MemoryContext, query: str, *, top_k: int = 5, temporal_weight: f
     the query's vector already on its way (`embed.PendingQuery` of `embed`
     and `query`), when the caller started it earlier.
     """
-    if not query or not query.strip():
-        raise RefusedError("the query is empty")
-    if top_k < 1:
-        raise RefusedError("--top-k must be at least 1")
+    _check_query(query, top_k)
     if embed is not None:
         # The query's embedding and then the nearest vectors run in a thread of
         # their own while this one reads the full-text matches (C and numpy
@@ -422,10 +426,7 @@ def search(ctx: MemoryContext, query: str, *, kinds: Any = KINDS, top_k: int = 5
         raise RefusedError(f"unknown kind of memory: {', '.join(sorted(wanted - set(KINDS)))}"
                            if wanted else "no kind of memory to search",
                            hint=f"Kinds: {', '.join(KINDS)}.")
-    if not query or not query.strip():
-        raise RefusedError("the query is empty")
-    if top_k < 1:
-        raise RefusedError("--top-k must be at least 1")
+    _check_query(query, top_k)
     pending = None
     if embed is not None:
         from ..embed import PendingQuery
