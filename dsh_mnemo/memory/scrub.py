@@ -855,18 +855,29 @@ def _redact_auth(text: str, findings: list[str]) -> str:
 # `auth` only when the value looks random, unless the key is a known kind of
 # key (`api_key`, `signing_key` …); `pass` when it is a whole word (`DB_PASS`).
 # (A short alternation of literals: the regex engine scans for it quickly.)
-_KEY_WORD = r"pass(?:word|wd|phrase|code)?|secret|token|credentials?|creds|key|pwd|pw|auth"
+# The word for a password in other languages written in Latin or Cyrillic letters
+# (German, French, Spanish, Portuguese, Dutch, Polish, Swedish, Turkish, Russian):
+# `Passwort: …`, `mot de passe : …`, `пароль=…` (Chinese, Japanese and Korean ones are
+# phrases: `_CJK_PHRASE`).
+_FOREIGN_PASSWORDS = ("passwort", "kennwort", "mot de passe", "contraseña", "contrasena",
+                      "senha", "wachtwoord", "hasło", "haslo", "lösenord", "losenord", "şifre",
+                      "пароль")
+_KEY_WORD = ("|".join(_FOREIGN_PASSWORDS)
+             + r"|pass(?:word|wd|phrase|code)?|secret|token|credentials?|creds|key|pwd|pw|auth")
 _STRONG_KEY_PREFIX = lazy(
     r"(?:api|access|private|account|master|signing|encryption|hmac|secret|"
     r"shared[_-]?access|app|client|consumer|session|jwt|aes|crypt)[_-]?\Z")
-_KEYWORDS = ("pass", "secret", "token", "cred", "key", "pw", "auth")
+_KEYWORDS = ("pass", "secret", "token", "cred", "key", "pw", "auth", *_FOREIGN_PASSWORDS)
 # `&` ends a value only where the next query parameter starts (`?password=x&ssl=true`);
 # in prose or a config line it is part of the value (`password: Tr0ub&dor3`).
 _NEXT_PARAM = lazy(r"&[a-z_][a-z0-9_.\[\]-]{0,64}=")
+# A key and its value may be quoted with escaped quotes, as JSON inside a JSON
+# string is (`"SecretString": "{\"password\":\"…\"}"`, a log line).
 _KV = lazy(
-    r"(?P<kw>" + _KEY_WORD + r")(?P<q>[\"']?\]?)"
+    r"(?P<kw>" + _KEY_WORD + r")(?P<q>\\?[\"']?\]?)"
     r"(?P<sep>[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16})"
-    r"(?P<value>\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
+    r"(?P<value>\\\"[^\"\\\n]{0,1024}\\\"|"
+    r"\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
     r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|"
     r"[^\s\"'`,;&)}\]<>{][^\s\"'`,;)}\]{]{0,1023}|"
     r"[\"'`][^\s\"'`]{1,1024})")
@@ -886,7 +897,7 @@ def _weak_secret(value: str) -> bool:
 
 def _kind_for_key(key: str) -> str:
     lowered = key.lower().replace("-", "_")
-    if "pass" in lowered or lowered.endswith(("pwd", "pw")):
+    if "pass" in lowered or lowered.endswith(("pwd", "pw", *_FOREIGN_PASSWORDS)):
         return "password"
     if lowered.endswith("token"):
         return "token"
@@ -920,6 +931,12 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
             strong = keyword == "key" and _STRONG_KEY_PREFIX.search(prefix.lower()) is not None
     else:
         prefix, strong = "", True
+    if value[:2] == '\\"':  # escaped quotes: the inside goes, the quotes stay
+        inner = value[2:-2] if len(value) >= 4 and value[-2:] == '\\"' else ""
+        if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
+            return None
+        kind = _kind_for_key(prefix + keyword)
+        return _Span(value_start + 2, end - 2, marker(kind), kind)
     closed = value[0] in "\"'`" and value[-1] == value[0]
     # What a vague key's value must be (as below), tested first: it is cheap.
     if not strong and not _weak_secret(value[1:-1] if closed else (
@@ -1078,6 +1095,8 @@ def _suffixed_key(match: re.Match[str], text: str) -> tuple[int, int, str, str] 
     start, end, value = _value(match, text)
     if value[0] in "\"'":
         start, end, value = start + 1, end - 1, value[1:-1]
+        if value[-1:] == "\\":
+            return None  # JSON in a string (`"{\"password\": …}"`): its own keys were read
     else:
         value = value.rstrip(_TRAILING)
         end = start + len(value)
@@ -1092,12 +1111,91 @@ def _suffixed_key(match: re.Match[str], text: str) -> tuple[int, int, str, str] 
     return start, end, marker(kind), kind
 
 
+# ─── A secret named in one field, its value in another ─────────────────────
+
+# Kubernetes `- name: DB_PASSWORD` + `value: …`, CloudFormation `"ParameterKey":
+# "DBPassword", "ParameterValue": …`, an SSM parameter `"Name": "/prod/db/password",
+# "Value": …`, .NET `<add key="DbPassword" value="…"/>`, Spring `<property
+# name="password" value="…"/>`, Terraform `variable "db_password" { default = … }`,
+# `aws ssm put-parameter --name /prod/db/password --value …`: the value's own key
+# says nothing, the name before it says the value is a secret.  The value is the
+# first value field after the name, before the next name field (Kubernetes'
+# `valueFrom: {secretKeyRef: {name: …, key: …}}` names where the secret is, and
+# holds none), a blank line, or `_NAMED_WINDOW` characters.
+_NAME_FIELD = lazy(
+    r"(?<![a-z0-9_-])(?:[\"']?(?:name|key|parameterkey|parameter_key)[\"']?[ \t]{0,4}[:=]"
+    r"|variable|--name(?:[ \t]{0,4}=)?)[ \t]{0,4}"
+    r"(?P<q>[\"']?)(?P<name>[a-z0-9_./:-]{1,128})(?P=q)(?![a-z0-9_./:-])")
+_VALUE_FIELD = lazy(
+    r"(?<![a-z0-9_-])(?:[\"']?(?:value|parametervalue|parameter_value|default)[\"']?"
+    r"(?P<sep>[ \t]{0,4}[:=])|--value(?:[ \t]{0,4}=)?)[ \t]{0,4}"
+    r"(?P<value>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}'|[^\s\"'`,;)}\]<>{][^\s\"'`,;)}\]<>{]{0,1023})")
+# The name of a secret: its last word (after a `/` or `:`, a path or an ARN) is one
+# of `_KV`'s strong words, or a known kind of key.
+_SECRET_NAME = lazy(
+    r"(?:pass(?:word|wd|phrase)|secret|token|credentials?|pwd|(?:^|[_.-])pass|"
+    r"(?:api|private|access|secret|signing|encryption|master|client)[_.-]?key)\Z")
+_NAMED_WINDOW = 240
+_BLANK_LINE = lazy(r"\n[ \t]*\n")
+
+
+_SECRET_WORDS = ("pass", "secret", "token", "cred", "pwd", "key")
+
+
+def _redact_named(text: str, findings: list[str]) -> str:
+    lowered = _lower(text)
+    if not (any(word in lowered for word in ("name", "key", "variable"))
+            and any(word in lowered for word in _SECRET_WORDS)):
+        return text
+    names = [(m, last) for m in _NAME_FIELD.finditer(lowered)
+             if _SECRET_NAME.search(last := re.split(r"[/:]", m.group("name"))[-1])]
+    if not names:
+        return text
+    spans: list[_Span] = []
+    for name, last in names:
+        stop = min(len(lowered), name.end() + _NAMED_WINDOW)
+        following = _NAME_FIELD.search(lowered, name.end(), stop)
+        if following is not None:
+            stop = following.start()
+        blank = _BLANK_LINE.search(lowered, name.end(), stop)
+        if blank is not None:
+            stop = blank.start()
+        field = _VALUE_FIELD.search(lowered, name.end(), stop)
+        if field is not None:
+            span = _named_value(text, field, _kind_for_key(last))
+            if span is not None:
+                spans.append(span)
+    return _apply(text, spans, findings)
+
+
+def _named_value(text: str, field: re.Match[str], kind: str) -> _Span | None:
+    start, end, value = _value(field, text)
+    if value[0] in "\"'":
+        if value[-1] != value[0] or len(value) < 3:
+            return None
+        start, end, value = start + 1, end - 1, value[1:-1]
+    elif field.group("sep") == ":" and _at_line_start(text, field.start()):
+        # a YAML line: the value is the rest of the line, less a ` #` comment
+        eol = text.find("\n", start)
+        rest = text[start:eol if eol >= 0 else len(text)].split(_CLAUSE_MARK, 1)[0]
+        comment = rest.find(" #")
+        value = (rest[:comment] if comment >= 0 else rest).rstrip()
+        end = start + len(value)
+    else:
+        value = value.rstrip(_TRAILING)
+        end = start + len(value)
+    if (len(value) < 2 or _is_placeholder(value) or value.lower() in _STOPWORDS
+            or value.startswith(("${", "$(", "{{"))):
+        return None
+    return _Span(start, end, marker(kind), kind)
+
+
 # A flag's value: a word that is not another flag, or a quoted string.
 _FLAG_VALUE = r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')"
 # `--password hunter2`, `--token abc` (the `=` form is a key=value).
 _CLI_FLAG = lazy(
     r"(?P<head>--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|secret|"
-    r"client-secret|access-token|auth-token)[ \t]{1,4})" + _FLAG_VALUE)
+    r"client-secret|access-token|auth-token|secret-string)[ \t]{1,4})" + _FLAG_VALUE)
 # `mysql -u root -pS3cret` (the password glued to -p).
 _MYSQL_P = lazy(r"(?P<head>(?:mysql|mysqldump|mysqladmin|mariadb)[^\n]{0,200}?[ \t]-p)"
                       r"(?P<value>[^\s\"']{1,256}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
@@ -1113,7 +1211,8 @@ def _args(most: int) -> str:
 # commands (`docker run -p 8080:80` is a port), and only as their own argument
 # (`_same_command`).
 _LOGIN_P = lazy(r"(?P<head>(?P<cmd>(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|"
-                r"crane|helm[ \t]{1,4}registry|az|oc|cf)[ \t]{1,4}login|sshpass))"
+                r"crane|helm[ \t]{1,4}registry|az|oc|cf)[ \t]{1,4}login|sshpass|"
+                r"twine[ \t]{1,4}upload))"
                 + _args(8) + r"[ \t]{1,4}-p[ \t]{1,4})" + _FLAG_VALUE)
 _MONGO_P = lazy(r"(?P<head>(?P<cmd>mongo(?<![\w-]mongo)"
                 r"(?:sh|dump|restore|import|export|stat|top|files)?)"
@@ -1293,6 +1392,103 @@ def _pgpass(named: bool) -> Replace:
     return replace
 
 
+# Flags whose meaning depends on their case (the patterns run over the lowered
+# text; `_cased` checks the flag as typed): `sqlcmd -P S3cret` (`-p` prints
+# statistics), `zip -P S3cret` (`unzip -p` pipes), `ldapsearch -w S3cret` (`-W`
+# prompts); and `7z a -pS3cret` (glued), `keytool -storepass S3cret`.
+_SQLCMD_P = lazy(r"(?P<head>(?P<cmd>(?<![\w-])(?:sqlcmd|bcp|osql))" + _args(10)
+                 + r"[ \t]{1,4}(?P<flag>-p)[ \t]{0,4})" + _FLAG_VALUE)
+_ZIP_P = lazy(r"(?P<head>(?P<cmd>(?<![\w-])(?:zip|unzip|zipcloak))" + _args(8)
+              + r"[ \t]{1,4}(?P<flag>-p)[ \t]{1,4})" + _FLAG_VALUE)
+_LDAP_W = lazy(r"(?P<head>(?P<cmd>(?<![\w-])ldap(?:search|modify|add|delete|passwd|whoami|"
+               r"compare|modrdn|exop|url))" + _args(12)
+               + r"[ \t]{1,4}(?P<flag>-w)[ \t]{1,4})" + _FLAG_VALUE)
+_SEVEN_Z_P = lazy(r"(?P<head>(?P<cmd>(?<![\w-])7z[ar]?)" + _args(8) + r"[ \t]{1,4}-p)"
+                  r"(?P<value>[^\s\"'-][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+_KEYTOOL_PASS = lazy(r"(?P<head>(?<![\w-])-(?:src|dest)?(?:storepass|keypass)(?![\w:-])[ \t]{1,4})"
+                     + _FLAG_VALUE)
+# `smbclient //srv/share -U bob%S3cret`: the password after the `%` of the user.
+_SMB_USER = lazy(r"(?P<head>(?P<cmd>(?<![\w-])(?:smbclient|rpcclient|smbget|smbmap|smbcacls|winexe|"
+                 r"net[ \t]{1,4}(?:rpc|ads|sam|use)))" + _args(8)
+                 + r"[ \t]{1,4}(?:-u|--user(?:name)?)[ \t=]{1,4}[^\s%\"']{1,64}%)"
+                 r"(?P<value>[^\s\"']{1,256})")
+# `gh secret set NAME --body S3cret` (`-b S3cret`, `-bS3cret`): a secret's body, whatever
+# its name.  `net use Z: \\srv\share /user:bob S3cret`: the word after the user.
+_GH_SECRET = lazy(r"(?P<head>(?P<cmd>(?<![\w-])gh[ \t]{1,4}secret[ \t]{1,4}set)" + _args(6)
+                  + r"[ \t]{1,4}(?:--body|-b)[ \t=]{0,4})" + _FLAG_VALUE)
+_NET_USE = lazy(r"(?<![\w-])net[ \t]{1,4}use[ \t][^\n]{0,200}?/user:[^\s]{1,64}[ \t]{1,4}"
+                r"(?P<value>[^\s/\"'][^\s\"']{0,255}|\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')")
+# `rabbitmqctl add_user admin S3cret`, `rabbitmqctl change_password admin S3cret`.
+_RABBITMQ = lazy(r"(?<![\w-])rabbitmqctl(?:[ \t]{1,4}-[a-z-]{1,20}(?:[ \t]{1,4}[^\s-][^\s]{0,64})?)"
+                 r"{0,3}[ \t]{1,4}(?:add_user|change_password|authenticate_user)[ \t]{1,4}"
+                 r"[^\s\"']{1,64}[ \t]{1,4}(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|"
+                 r"[^\s\"'|;&]{1,256})")
+# fish `set -gx DB_PASSWORD S3cret`, Windows `setx DB_PASSWORD S3cret`: a variable
+# named as a secret (`_SECRET_NAME`), set to the word after it.
+_SET_VAR = lazy(r"(?<![\w-])(?:set(?:[ \t]{1,4}-[a-z]{1,4}){1,3}|setx)[ \t]{1,4}"
+                r"(?P<name>[a-z_][a-z0-9_]{0,63})[ \t]{1,4}"
+                r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256})")
+# SQL: `CREATE USER app IDENTIFIED BY 'S3cret'`, `GRANT … IDENTIFIED WITH
+# mysql_native_password BY '…'`; unquoted (Oracle's `IDENTIFIED BY tiger`) only in a
+# statement that creates, alters or grants.
+_IDENTIFIED_BY = lazy(r"(?<![\w-])identified[ \t]{1,4}(?:with[ \t]{1,4}[a-z0-9_]{1,40}[ \t]{1,4})?"
+                      r"by[ \t]{1,4}(?:password[ \t]{1,4})?"
+                      r"(?P<value>'[^'\n]{1,256}'|\"[^\"\n]{1,256}\"|[^\s;'\"]{1,256})")
+_SQL_STATEMENT = lazy(r"(?<![\w-])(?:create|alter|grant)(?![\w-])")
+# What is piped into a command that reads a secret from its input:
+# `echo S3cret | docker login -u bot --password-stdin`, `echo S3cret | sudo -S …`,
+# `echo 'bob:S3cret' | chpasswd`, `printf %s S3cret | wrangler secret put NAME`.
+_PIPED = lazy(r"(?<![\w-])(?:echo|printf)(?:[ \t]{1,4}-[a-z]{1,3}){0,2}"
+              r"(?:[ \t]{1,4}(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s))?[ \t]{1,4}"
+              r"(?P<value>\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'|[^\s\"'|;&]{1,256})[ \t]{0,4}\|"
+              r"(?P<cmd>[^\n|;&]{1,200})")
+_READS_SECRET = lazy(r"--password-stdin|-password-stdin|chpasswd|--with-token|"
+                     r"(?<![\w-])sudo[ \t][^\n]{0,40}-s(?![\w-])|"
+                     r"secrets?[ \t]{1,4}(?:put|set|create|add)|passwd[ \t][^\n]{0,40}--stdin|"
+                     r"env[ \t]{1,4}add|vault[ \t]{1,4}login")
+
+
+def _cased(flag: str) -> Replace:
+    """A `_TOOL_PASSWORD` whose flag (group `flag`) is `flag` as typed."""
+    def replace(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+        start = match.start("flag")
+        if text[start:start + len(flag)] != flag:
+            return None
+        return _TOOL_PASSWORD(match, text)
+    return replace
+
+
+def _set_var(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    if _SECRET_NAME.search(match.group("name")) is None:
+        return None
+    return _cli_value(match, text)
+
+
+def _identified_by(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    if match.group("value")[0] not in "'\"":
+        line = match.string[match.string.rfind("\n", 0, match.start()) + 1:match.start()]
+        if _SQL_STATEMENT.search(line) is None:
+            return None
+    return _cli_value(match, text)
+
+
+def _piped(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    if _READS_SECRET.search(match.group("cmd")) is None:
+        return None
+    found = _cli_value(match, text)
+    if found is None:
+        return None
+    start, end, replacement, kind = found
+    if "chpasswd" in match.group("cmd"):  # `user:password`: the user stays
+        colon = text.find(":", start, end)
+        if colon < 0:
+            return None
+        start = colon + 1
+    if text[start:end].startswith("$") or _is_placeholder(text[start:end]):
+        return None
+    return start, end, replacement, kind
+
+
 def _redact_flags(text: str, findings: list[str]) -> str:
     # The keywords are looked for in the text the patterns run on (`_lower`), once:
     # `Redis-cli -a …`, `OpenSSL enc -k …`, `Az Login -p …`.
@@ -1308,10 +1504,34 @@ def _redact_flags(text: str, findings: list[str]) -> str:
         text = _sub(_HTPASSWD, text, findings, _htpasswd)
     if "--" in text:
         text = _sub(_CLI_FLAG, text, findings, _flag)
+    if "sqlcmd" in lowered or "bcp" in lowered or "osql" in lowered:
+        text = _sub_commands(_SQLCMD_P, text, findings, _cased("-P"))
+    if "zip" in lowered:
+        text = _sub_commands(_ZIP_P, text, findings, _cased("-P"))
+    if "ldap" in lowered:
+        text = _sub_commands(_LDAP_W, text, findings, _cased("-w"))
+    if "7z" in lowered:
+        text = _sub_commands(_SEVEN_Z_P, text, findings, _TOOL_PASSWORD)
+    if "pass " in lowered or "pass\t" in lowered:
+        text = _sub(_KEYTOOL_PASS, text, findings, _cli_value)
+    if "%" in text:
+        text = _sub_commands(_SMB_USER, text, findings, _TOOL_PASSWORD)
+    if "secret" in lowered and "gh" in lowered:
+        text = _sub_commands(_GH_SECRET, text, findings, _TOOL_PASSWORD)
+    if "/user:" in lowered:
+        text = _sub(_NET_USE, text, findings, _cli_value)
+    if "rabbitmqctl" in lowered:
+        text = _sub(_RABBITMQ, text, findings, _cli_value)
+    if "set" in lowered and any(word in lowered for word in _SECRET_WORDS):
+        text = _sub(_SET_VAR, text, findings, _set_var)
+    if "identified" in lowered:
+        text = _sub(_IDENTIFIED_BY, text, findings, _identified_by)
+    if "|" in text:
+        text = _sub(_PIPED, text, findings, _piped)
     if "-p" in lowered:
         if "mysql" in lowered or "mariadb" in lowered:
             text = _sub(_MYSQL_P, text, findings, _cli_value)
-        if "login" in lowered or "sshpass" in lowered:
+        if "login" in lowered or "sshpass" in lowered or "twine" in lowered:
             text = _sub_commands(_LOGIN_P, text, findings, _TOOL_PASSWORD)
         if "mongo" in lowered:
             text = _sub_commands(_MONGO_P, text, findings, _MONGO_PASSWORD)
@@ -1353,14 +1573,15 @@ _SET_TO = lazy(
     r"(?<![\w-])(?:set|sets|change|changes|changed|reset|resets|update|updates|updated|"
     r"rotate|rotated)[ \t]{1,4}(?:[^\n.,;:!?=]{1,40}?[ \t]{1,4})?"
     r"(?P<kw>pass(?:word|phrase|code)|passwd)(?P<verb>[ \t]{1,4}to[ \t]{1,4})" + _PHRASE_VALUE)
-# Chinese, Japanese, Korean: "数据库密码是 …", "密码：…", "パスワードは …", "비밀번호는 …".
+# Chinese, Japanese, Korean: "数据库密码是 …", "密码：…", "【密码】…", "パスワードは …",
+# "비밀번호는 …".
 # A password word with a connector (or a colon) names its value; a key or token
 # word, or a password word with none, only a value that looks random.  Secrets
 # are ASCII, so the value is the run of printable ASCII after it.
 _CJK_SECRET_WORDS = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "パスワード", "비밀번호")
 _CJK_PHRASE = lazy(
     r"(?P<kw>密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)"
-    r"(?P<verb>[ \t]{0,4}(?:就?是|(?P<weak>[还都也])是|为|為|：|:|=|"
+    r"(?P<verb>[ \t]{0,4}】?[ \t]{0,4}(?:就?是|(?P<weak>[还都也])是|为|為|：|:|=|"
     r"(?:已经?|被)?(?:改成了?|改为|改為|设为|设置为|設為|设置成了?|设成了?|换成了?|"
     r"更新为|更新成了?|修改为|修改成了?|重置为|重置成了?)|"
     r"は|が|는|은|가)?"
@@ -1964,6 +2185,7 @@ def _redact(text: str, findings: list[str]) -> str:
     text = _redact_urls(text, findings)
     text = _redact_auth(text, findings)
     text = _redact_key_values(text, findings)
+    text = _redact_named(text, findings)
     text = _redact_flags(text, findings)
     text = _redact_markup(text, findings)
     text = _redact_phrases(text, findings)
