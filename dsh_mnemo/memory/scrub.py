@@ -590,6 +590,14 @@ _TOKEN_PATTERNS: tuple[_Token, ...] = (
     _bare("discord-token", ".",
           r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\."
           r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
+    # a presigned S3 or GCS URL is a bearer URL: its signature goes
+    _bare("url-signature", "Signature=",
+          r"(?P<head>[Xx]-(?:[Aa]mz|[Gg]oog)-[Ss]ignature=)[0-9a-fA-F]{32,}"),
+    _bare("teams-webhook", "webhook.office.com",
+          r"(?P<head>https://[A-Za-z0-9.-]{0,64}webhook\.office\.com/webhookb2/)"
+          r"[A-Za-z0-9@/_.-]{20,}"),
+    _bare("zapier-webhook", "hooks.zapier.com",
+          r"(?P<head>https://hooks\.zapier\.com/hooks/catch/[0-9]{3,20}/)[A-Za-z0-9]{4,}"),
     _bare("telegram-token", ":AA", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END),
     _token("vault-token", "hv", r"hv[sbr]\.", "", r"[A-Za-z0-9_-]{24,}"),
     _token("databricks-token", "dapi", "dapi", "", r"[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])",
@@ -762,12 +770,15 @@ _URL_UPSTREAM = lazy(r"://(?:" + _UPSTREAM_SCHEME_BEHIND + ")" + _USERINFO)
 _URL_OTHER = lazy(r"://(?!(?:[^\s:/\"'<>]{0,128}):(?:\$\{|\$[A-Za-z_]|\*{1,64}@|\.{3}@))"
                         + _USERINFO)
 _SENTRY_DSN = lazy(r"://[0-9a-fA-F]{32}(?::[0-9a-fA-F]{32})?@")
+# `https://<40 hex>@github.com/…`: a classic OAuth token as the URL's user.
+_URL_HEX_USER = lazy(r"://[0-9a-fA-F]{40}@")
 
 
 def _redact_urls(text: str, findings: list[str]) -> str:
     if "://" not in text:
         return text
     text = _sub_fixed(_SENTRY_DSN, text, findings, f"://{marker('sentry-key')}@", "sentry-key")
+    text = _sub_fixed(_URL_HEX_USER, text, findings, f"://{marker('token')}@", "token")
     text = _replace_span(_URL_UPSTREAM, text, findings, "user", "pw", ":" + marker("password"),
                          "password")
     return _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
@@ -833,6 +844,26 @@ def _curl(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
     return start, end, marker("password"), "password"
 
 
+# `Cookie: sessionid=…; csrftoken=…`, `Set-Cookie: session=…; Path=/`: a cookie's value
+# is a session (8 characters or more); Set-Cookie's attributes stay.
+_COOKIE_LINE = lazy(r"(?<![\w-])(?:set-)?cookie[\"']?[ \t]{0,4}:[ \t]{0,4}(?P<value>[^\n]{1,4096})")
+_COOKIE_PAIR = lazy(r"(?:^|;)[ \t]{0,4}(?P<name>[^=;\s]{1,128})=(?P<value>[^;\s\"']{8,4096})")
+_COOKIE_ATTRIBUTES = frozenset(("path", "expires", "max-age", "domain", "samesite", "priority"))
+
+
+def _redact_cookies(text: str, findings: list[str], lowered: str) -> str:
+    spans: list[_Span] = []
+    for line in _COOKIE_LINE.finditer(lowered):
+        base = line.start("value")
+        for pair in _COOKIE_PAIR.finditer(line.group("value")):
+            value = text[base + pair.start("value"):base + pair.end("value")]
+            if pair.group("name") in _COOKIE_ATTRIBUTES or _is_placeholder(value):
+                continue
+            spans.append(_Span(base + pair.start("value"), base + pair.end("value"),
+                               marker("cookie"), "cookie"))
+    return _apply(text, spans, findings)
+
+
 def _redact_auth(text: str, findings: list[str]) -> str:
     lowered = _lower(text)
     if "authorization" in lowered:
@@ -843,6 +874,8 @@ def _redact_auth(text: str, findings: list[str]) -> str:
         text = _sub(_BASIC, text, findings, _basic)
     if "-u" in text:
         text = _sub(_CURL_USER, text, findings, _curl)
+    if "cookie" in lowered:
+        text = _redact_cookies(text, findings, _lower(text))
     return text
 
 

@@ -612,6 +612,29 @@ SECRETS: tuple[Secret, ...] = (
     _s("portuguese-senha", "config", "senha: {v}", fake("senha", 12)),
     _s("russian-parol", "config", "пароль: {v}", fake("parol", 12), keep=("пароль",)),
     _s("zh-bracketed-password", "cjk", "【密码】{v}", fake("zhbracket", 12), keep=("【密码】",)),
+    # Capability URLs and sessions: whoever holds them is let in.
+    _s("s3-presigned-signature", "url",
+       "download https://bkt.s3.amazonaws.com/f.zip?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+       "&X-Amz-Signature={v} before it expires", fake("amzsig", 64, HEX),
+       keep=("X-Amz-Algorithm=AWS4-HMAC-SHA256", "before it expires")),
+    _s("gcs-signed-signature", "url",
+       "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature={v}",
+       fake("googsig", 256, HEX), keep=("X-Goog-Algorithm=GOOG4-RSA-SHA256",)),
+    _s("teams-incoming-webhook", "url",
+       "post alerts to https://acme.webhook.office.com/webhookb2/{v} from the pager",
+       "-".join(fake(f"teams{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
+       + "@" + "-".join(fake(f"teamt{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
+       + "/IncomingWebhook/" + fake("teamshook", 32, HEX),
+       keep=("post alerts to https://acme.webhook.office.com/webhookb2/", "from the pager")),
+    _s("zapier-catch-hook", "url", "zap: https://hooks.zapier.com/hooks/catch/1234567/{v}/ ok",
+       fake("zapier", 7).lower(), keep=("hooks/catch/1234567/", "/ ok")),
+    _s("hex-token-as-url-user", "url", "git clone https://{v}@github.com/acme/api.git",
+       fake("hexuser", 40, HEX), keep=("@github.com/acme/api.git",)),
+    _s("cookie-header", "http", "curl -H 'Cookie: sessionid={v}; theme=dark' https://acme.dev",
+       fake("cookie", 24), keep=("theme=dark", "https://acme.dev")),
+    _s("set-cookie-header", "http",
+       "the response has Set-Cookie: session={v}; Path=/; HttpOnly; Secure", fake("setcookie", 32),
+       keep=("Path=/; HttpOnly; Secure",)),
 )
 
 # ─── Benign sentences: scrubbing must leave them exactly as they are ──────
@@ -782,4 +805,6 @@ BENIGN: tuple[str, ...] = (
     'echo "${{ secrets.TOKEN }}" | docker login --password-stdin',
     "echo hello | grep h",
     "Passwort vergessen? Klicken Sie hier.",
+    "the cookie: theme=dark; lang=en",
+    "We set a cookie for the session and read X-Amz-Signature from the query.",
 )
