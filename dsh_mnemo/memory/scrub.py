@@ -907,7 +907,7 @@ _NEXT_PARAM = lazy(r"&[a-z_][a-z0-9_.\[\]-]{0,64}=")
 # A key and its value may be quoted with escaped quotes, as JSON inside a JSON
 # string is (`"SecretString": "{\"password\":\"…\"}"`, a log line).
 _KV = lazy(
-    r"(?P<kw>" + _KEY_WORD + r")(?P<q>\\?[\"']?\]?)"
+    r"(?P<kw>" + _KEY_WORD + r")(?P<q>(?:\\?[\"'])?\]?)"
     r"(?P<sep>[ \t]{0,16}(?::=|=>|:|=)[ \t]{0,16})"
     r"(?P<value>\\\"[^\"\\\n]{0,1024}\\\"|"
     r"\"[^\"\n]{0,1024}\"|'[^'\n]{0,1024}'|`[^`\n]{1,1024}`|"
