@@ -114,7 +114,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 from ..lazy_re import lazy
 from ..record import field, record
@@ -520,7 +519,8 @@ def _tok(literal: str, body: str, boundary: str = "A-Za-z0-9") -> str:
 
 _END = r"(?![A-Za-z0-9_-])"
 
-class _Token(NamedTuple):
+@record(frozen=True)
+class _Token:
     kind: str
     needle: str  # a literal that must be in the text for the pattern to run
     source: str  # the pattern; a `head` group in it is kept
@@ -662,11 +662,11 @@ def _aws_secret(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
 
 
 def _redact_tokens(text: str, findings: list[str]) -> str:
-    for kind, needle, source, _, _ in _TOKEN_PATTERNS:
-        if needle in text:
-            pattern = _compiled(source)
+    for token in _TOKEN_PATTERNS:
+        if token.needle in text:
+            pattern = _compiled(token.source)
             head = r"\g<head>" if "head" in pattern.groupindex else ""
-            text = _sub_fixed(pattern, text, findings, head + marker(kind), kind)
+            text = _sub_fixed(pattern, text, findings, head + marker(token.kind), token.kind)
     lowered = _lower(text)
     if ".eyj" in lowered:
         spans = [_Span(s, e, marker("jwt"), "jwt") for s, e in _jwt_spans(lowered)]
@@ -778,7 +778,8 @@ def _redact_urls(text: str, findings: list[str]) -> str:
     if "://" not in text:
         return text
     text = _sub_fixed(_SENTRY_DSN, text, findings, f"://{marker('sentry-key')}@", "sentry-key")
-    text = _sub_fixed(_URL_HEX_USER, text, findings, f"://{marker('token')}@", "token")
+    if "@" in text:
+        text = _sub_fixed(_URL_HEX_USER, text, findings, f"://{marker('token')}@", "token")
     text = _replace_span(_URL_UPSTREAM, text, findings, "user", "pw", ":" + marker("password"),
                          "password")
     return _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
@@ -1178,6 +1179,7 @@ _SECRET_WORDS = ("pass", "secret", "token", "cred", "pwd", "key")
 def _redact_named(text: str, findings: list[str]) -> str:
     lowered = _lower(text)
     if not (any(word in lowered for word in ("name", "key", "variable"))
+            and ("value" in lowered or "default" in lowered)
             and any(word in lowered for word in _SECRET_WORDS)):
         return text
     names = [(m, last) for m in _NAME_FIELD.finditer(lowered)
@@ -1537,17 +1539,18 @@ def _redact_flags(text: str, findings: list[str]) -> str:
         text = _sub(_HTPASSWD, text, findings, _htpasswd)
     if "--" in text:
         text = _sub(_CLI_FLAG, text, findings, _flag)
-    if "sqlcmd" in lowered or "bcp" in lowered or "osql" in lowered:
-        text = _sub_commands(_SQLCMD_P, text, findings, _cased("-P"))
-    if "zip" in lowered:
-        text = _sub_commands(_ZIP_P, text, findings, _cased("-P"))
-    if "ldap" in lowered:
+    if "-p" in lowered:
+        if "sqlcmd" in lowered or "bcp" in lowered or "osql" in lowered:
+            text = _sub_commands(_SQLCMD_P, text, findings, _cased("-P"))
+        if "zip" in lowered:
+            text = _sub_commands(_ZIP_P, text, findings, _cased("-P"))
+        if "7z" in lowered:
+            text = _sub_commands(_SEVEN_Z_P, text, findings, _TOOL_PASSWORD)
+    if "ldap" in lowered and "-w" in lowered:
         text = _sub_commands(_LDAP_W, text, findings, _cased("-w"))
-    if "7z" in lowered:
-        text = _sub_commands(_SEVEN_Z_P, text, findings, _TOOL_PASSWORD)
-    if "pass " in lowered or "pass\t" in lowered:
+    if "storepass" in lowered or "keypass" in lowered:
         text = _sub(_KEYTOOL_PASS, text, findings, _cli_value)
-    if "%" in text:
+    if "%" in text and any(word in lowered for word in ("smb", "rpcclient", "winexe", "net ")):
         text = _sub_commands(_SMB_USER, text, findings, _TOOL_PASSWORD)
     if "secret" in lowered and "gh" in lowered:
         text = _sub_commands(_GH_SECRET, text, findings, _TOOL_PASSWORD)
@@ -1555,11 +1558,11 @@ def _redact_flags(text: str, findings: list[str]) -> str:
         text = _sub(_NET_USE, text, findings, _cli_value)
     if "rabbitmqctl" in lowered:
         text = _sub(_RABBITMQ, text, findings, _cli_value)
-    if "set" in lowered and any(word in lowered for word in _SECRET_WORDS):
+    if ("set -" in lowered or "setx" in lowered) and any(word in lowered for word in _SECRET_WORDS):
         text = _sub(_SET_VAR, text, findings, _set_var)
     if "identified" in lowered:
         text = _sub(_IDENTIFIED_BY, text, findings, _identified_by)
-    if "|" in text:
+    if "|" in text and ("echo" in lowered or "printf" in lowered):
         text = _sub(_PIPED, text, findings, _piped)
     if "-p" in lowered:
         if "mysql" in lowered or "mariadb" in lowered:
