@@ -756,6 +756,51 @@ def _redact_cut(text: str, findings: list[str]) -> str:
     return _apply(text, spans, findings)
 
 
+# ─── Tokens wrapped across two lines ───────────────────────────────────────
+
+# A token copied from a narrow terminal or an editor that wraps lines arrives in
+# two pieces: `sk-proj-AbCd…` then, on the next line (or after a space), the
+# rest.  A piece after a known prefix is joined to the run that follows it when
+# the token's own pattern takes the whole join; when the first piece is a whole
+# token already, the run after the line break must itself look random (a word or
+# a setting on the next line is not part of it).  AWS key ids (20 characters)
+# are left out: their prefix is a single capital letter.  Each run is taken
+# whole (possessive) and a piece starts only after a character no token holds,
+# so a run of prefixes (`sk-sk-sk-…`) is read once, in linear time.
+_WRAP_TOKENS = tuple(token for token in _CUT_PREFIXES if token.kind != "aws-access-key")
+_WRAP_LEADS = tuple(lead for token in _WRAP_TOKENS for lead in _lead(token.cut or ""))
+_WRAPPED = lazy(
+    "(?<![A-Za-z0-9_+/-])(?:"
+    + "|".join(f"(?P<w{i}>{token.cut})" for i, token in enumerate(_WRAP_TOKENS))
+    + r")(?P<first>[A-Za-z0-9_+/-]{0,256}+)"
+      r"(?P<gap>[ \t]{0,2}\\?\r?\n[ \t]{0,8}|[ \t])(?P<second>[A-Za-z0-9_+/-]{4,256}+)"
+      r"(?![A-Za-z0-9_+/=.-])")
+
+
+def _redact_wrapped(text: str, findings: list[str]) -> str:
+    if not any(lead in text for lead in _WRAP_LEADS):
+        return text
+    spans: list[_Span] = []
+    for match in _WRAPPED.finditer(text):
+        index = next(int(name[1:]) for name, value in match.groupdict().items()
+                     if name[0] == "w" and value is not None)
+        token = _WRAP_TOKENS[index]
+        pattern = _compiled(token.source)
+        start = match.start()
+        first = text[start:match.end("first")]
+        second = match.group("second")
+        whole = pattern.match(first)
+        if whole is not None and whole.end() == len(first) and (
+                "\n" not in match.group("gap") or len(second) < 8
+                or not (_looks_random(second) and set(second) & _DIGITS)):
+            continue  # a whole token, then a word or a setting
+        joined = pattern.match(first + second)
+        if joined is None or joined.end() != len(first) + len(second):
+            continue
+        spans.append(_Span(start, match.end(), marker(token.kind), token.kind))
+    return _apply(text, spans, findings)
+
+
 # ─── URL credentials ───────────────────────────────────────────────────────
 
 # `scheme://user:password@host`, anchored on "://": the user part ends at the
@@ -2216,6 +2261,7 @@ def find_and_redact(text: str) -> ScrubResult:
 
 def _redact(text: str, findings: list[str]) -> str:
     text = _redact_blocks(text, findings)
+    text = _redact_wrapped(text, findings)
     text = _redact_tokens(text, findings)
     text = _redact_cut(text, findings)
     text = _redact_urls(text, findings)

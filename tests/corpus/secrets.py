@@ -635,6 +635,16 @@ SECRETS: tuple[Secret, ...] = (
     _s("set-cookie-header", "http",
        "the response has Set-Cookie: session={v}; Path=/; HttpOnly; Secure", fake("setcookie", 32),
        keep=("Path=/; HttpOnly; Secure",)),
+    # A token wrapped across two lines (a narrow terminal), or broken by a space.
+    _s("openai-wrapped-line", "wrapped", "export OPENAI_API_KEY={v}\nthen run the eval",
+       "sk-proj-" + fake("wrapoa1", 20) + "\n" + fake("wrapoa2", 32),
+       needle=fake("wrapoa2", 32), keep=("then run the eval",)),
+    _s("github-wrapped-short-first", "wrapped", "push with {v} today",
+       "ghp_" + fake("wrapgh1", 16) + "\n" + fake("wrapgh2", 20),
+       needle=fake("wrapgh2", 20), keep=("push with", "today")),
+    _s("github-split-by-space", "wrapped", "the token is {v} for the bot",
+       "ghp_" + fake("wrapsp1", 16) + " " + fake("wrapsp2", 20),
+       needle=fake("wrapsp2", 20), keep=("for the bot",)),
 )
 
 # ─── Benign sentences: scrubbing must leave them exactly as they are ──────
@@ -807,4 +817,6 @@ BENIGN: tuple[str, ...] = (
     "Passwort vergessen? Klicken Sie hier.",
     "the cookie: theme=dark; lang=en",
     "We set a cookie for the session and read X-Amz-Signature from the query.",
+    "People write sk-learn but\nthe package is scikit-learn.",
+    "The ghp_ prefix\nmarks a GitHub token.",
 )
