@@ -27,6 +27,7 @@ POINTS = (
     "after-copied-journal",  # journal says "copied", source untouched
     "mid-delete",  # first table deleted from the source, not committed
     "after-delete-commit",  # source committed, journal not yet "done"
+    "after-restore",  # --from-backup: one database restored, the journal says "restoring"
     "index-after-write",  # index written, its last good copy not yet
     "index-after-set-aside",  # corrupt index kept aside, rebuilt index not yet written
     "bind-after-marker",  # bind: marker written, index entry not yet

@@ -233,7 +233,12 @@ def reindex(
     session: SessionOpt = None,
     json: JsonOpt = False,
 ):
-    """Give every memory a vector for semantic recall (idempotent; resumes where it stopped)."""
+    """Give every memory a vector for semantic recall (idempotent; resumes where it stopped).
+
+    Exits 3 when the `embeddings.*` settings cannot work, and 1 when the model
+    does not load or fails partway: the vectors stored until then are kept,
+    and running it again embeds the rest.
+    """
     loaded = settings()
     with progress_bar(enabled=not json, one_line=True) as progress:
         return core.reindex(loaded, all_banks=all_banks, session_id=session, progress=progress)

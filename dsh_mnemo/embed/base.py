@@ -31,6 +31,11 @@ class EmbedError(Exception):
     """
 
 
+class OptionsError(ValueError):
+    """A backend's options cannot work (no URL, a bad value): the configuration's
+    fault, not the model's; `load_backend` says so in `LoadResult.misconfigured`."""
+
+
 class Embedder(Protocol):
     """A loaded embedding model.
 
@@ -70,12 +75,14 @@ class LoadResult:
     """What `load_backend` gives back; `embedder is None` means: use lexical recall.
 
     `reason` is one line saying why there is no embedder (for the log and for
-    `mnemo doctor`); `seconds` is how long the attempt took.
+    `mnemo doctor`); `seconds` is how long the attempt took; `misconfigured`:
+    the reason is the backend's name or options, not the model.
     """
 
     embedder: Embedder | None
     reason: str | None
     seconds: float
+    misconfigured: bool = False
 
     @property
     def ok(self) -> bool:

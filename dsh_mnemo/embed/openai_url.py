@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsh_mnemo.embed.base import EmbedError
+from dsh_mnemo.embed.base import EmbedError, OptionsError
 
 if TYPE_CHECKING:
     from dsh_mnemo.embed.base import Vectors
@@ -50,14 +50,19 @@ OPTIONS = {"url", "model", "api_key_env", "timeout", "dim", "query_prefix",
 
 
 def endpoint(url: str) -> str:
-    """The embeddings URL for a configured base or full URL. Raises ValueError."""
+    """The embeddings URL for a configured base or full URL. Raises OptionsError
+    (a ValueError)."""
     if not isinstance(url, str) or not url.strip():
-        raise ValueError("url is required (for example http://127.0.0.1:8000/v1)")
-    parts = urllib.parse.urlsplit(url.strip())
+        raise OptionsError("url is required (for example http://127.0.0.1:8000/v1)")
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises for a port that is not a number in range
+    except ValueError as exc:
+        raise OptionsError(f"url {url!r} is not a URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"url must be an http(s) URL with a host, not {url!r}")
+        raise OptionsError(f"url must be an http(s) URL with a host, not {url!r}")
     if parts.username or parts.password:
-        raise ValueError("url must not carry credentials; use api_key_env")
+        raise OptionsError("url must not carry credentials; use api_key_env")
     path = parts.path.rstrip("/")
     if not path.endswith("/embeddings"):
         path += "/embeddings"
@@ -120,10 +125,11 @@ class OpenAIURLEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._request(texts[i:i + self.batch])
                  for i in range(0, len(texts), self.batch)]
-        out = np.concatenate(parts)
-        if out.shape[1] != self.dim:
-            raise EmbedError(f"{self.url} returned {out.shape[1]}-d vectors, expected {self.dim}")
-        return out
+        for part in parts:  # checked before they are joined: numpy refuses mixed sizes
+            if part.shape[1] != self.dim:
+                raise EmbedError(f"{self.url} returned {part.shape[1]}-d vectors, "
+                                 f"expected {self.dim}")
+        return np.concatenate(parts)
 
     def _fetch(self, req: urllib.request.Request) -> bytes:
         """The answer body, within `timeout` seconds in all.
@@ -175,6 +181,10 @@ class OpenAIURLEmbedder:
             data = json.loads(raw)["data"]
             rows = sorted(data, key=lambda d: int(d.get("index", 0)))
             vectors = [_vector(d["embedding"]) for d in rows]
+            sizes = sorted({len(v) for v in vectors})
+            if len(sizes) > 1:
+                raise EmbedError(f"{self.url} returned vectors of different sizes "
+                                 f"({', '.join(map(str, sizes))})")
             out = np.asarray(vectors, dtype=np.float32)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EmbedError(f"{self.url} gave an answer that is not an embeddings list: "
@@ -185,7 +195,8 @@ class OpenAIURLEmbedder:
         if not np.isfinite(out).all():
             raise EmbedError(f"{self.url} returned non-finite values")
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
+        if not (norms > 0).all():  # no direction: every cosine with it would be 0
+            raise EmbedError(f"{self.url} returned an all-zero vector")
         return out / norms
 
 
@@ -212,31 +223,31 @@ def load(options: dict[str, Any]) -> OpenAIURLEmbedder:
     """Build the backend; asks the server once only when `dim` is not configured."""
     unknown = set(options) - OPTIONS
     if unknown:
-        raise ValueError(f"unknown option(s) for {NAME}: {', '.join(sorted(unknown))} "
+        raise OptionsError(f"unknown option(s) for {NAME}: {', '.join(sorted(unknown))} "
                          f"(known: {', '.join(sorted(OPTIONS))})")
     url = endpoint(options.get("url", ""))
     model = options.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise ValueError("model is required (the name the server knows the model by)")
+        raise OptionsError("model is required (the name the server knows the model by)")
     key_env = options.get("api_key_env")
     if key_env is not None and (not isinstance(key_env, str) or not key_env.strip()
                                 or "=" in key_env):
-        raise ValueError("api_key_env must be the name of an environment variable")
+        raise OptionsError("api_key_env must be the name of an environment variable")
     timeout = options.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
             or not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}]")
+        raise OptionsError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}]")
     dim = options.get("dim")
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
-        raise ValueError("dim must be a whole number >= 1")
+        raise OptionsError("dim must be a whole number >= 1")
     batch = options.get("batch", DEFAULT_BATCH)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError("batch must be a whole number >= 1")
+        raise OptionsError("batch must be a whole number >= 1")
     prefixes = {}
     for key in ("query_prefix", "document_prefix"):
         value = options.get(key, "")
         if not isinstance(value, str):
-            raise ValueError(f"{key} must be a string")
+            raise OptionsError(f"{key} must be a string")
         prefixes[key] = value
     return OpenAIURLEmbedder(url, model.strip(), api_key_env=key_env, timeout=float(timeout),
                              dim=dim, batch=batch, **prefixes)

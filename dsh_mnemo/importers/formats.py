@@ -93,7 +93,7 @@ def _read_jsonl(path: Path, result: FileResult) -> Iterator[dict[str, Any]]:
                 continue
             try:
                 entry = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
                 result.unknown += 1
                 continue
             if not isinstance(entry, dict):
@@ -282,7 +282,7 @@ def read_gemini(path: Path, *, cwd: str | None = None, note: str | None = None) 
     if path.suffix == ".json":  # before JSON Lines: one object
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
             result.error = f"cannot read: {exc}"
             return result
         messages = document.get("messages") if isinstance(document, dict) else None
@@ -343,7 +343,7 @@ def gemini_header(path: Path) -> dict[str, Any]:
             first = handle.readline(MAX_LINE_BYTES)
         document = json.loads(first)
         return document if isinstance(document, dict) else {}
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return {}
 
 
@@ -395,7 +395,8 @@ def read_qwen(path: Path) -> FileResult:
 # ─── Chat exports ──────────────────────────────────────────────────────────
 
 def load_export(path: Path) -> tuple[Any, str | None]:
-    """The parsed `conversations.json` of an export (the file, its folder, or the zip)."""
+    """The parsed `conversations.json` of an export (the file, its folder, or the zip),
+    or None and why it cannot be read."""
     try:
         if path.is_dir():
             path = path / "conversations.json"
@@ -408,12 +409,27 @@ def load_export(path: Path) -> tuple[Any, str | None]:
                 info = archive.getinfo(sorted(names, key=len)[0])
                 if info.file_size > MAX_EXPORT_BYTES:
                     return None, "conversations.json is larger than 2 GiB"
-                return json.loads(archive.read(info)), None
+                raw = _unzip(archive, info)
+                if isinstance(raw, str):
+                    return None, raw
+                return json.loads(raw), None
         if path.stat().st_size > MAX_EXPORT_BYTES:
             return None, "the file is larger than 2 GiB"
         return json.loads(path.read_text(encoding="utf-8")), None
+    except RecursionError:
+        return None, "cannot read: its JSON is nested deeper than Python can parse"
     except (OSError, ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         return None, f"cannot read: {exc}"
+
+
+def _unzip(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | str:
+    """The entry's bytes, or why they cannot be had: an archive raises whatever its
+    entry's method does (RuntimeError when encrypted, NotImplementedError for a
+    method zipfile lacks, zlib.error or lzma.LZMAError for damaged data)."""
+    try:
+        return archive.read(info)
+    except Exception as exc:  # noqa: BLE001 - any of the above is the file's fault
+        return f"cannot read {info.filename} in the archive: {exc}"
 
 
 def export_kind(document: Any) -> str | None:
@@ -444,7 +460,8 @@ def _chatgpt_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any
     if node_id is None:  # no pointer: follow first children from the root
         roots = [k for k, v in mapping.items() if isinstance(v, dict) and not v.get("parent")]
         node_id = roots[0] if roots else None
-        while node_id and node_id not in seen:
+        # A link that is not a node id (a list, a number) ends the branch there.
+        while isinstance(node_id, str) and node_id not in seen:
             seen.add(node_id)
             node = mapping.get(node_id)
             if not isinstance(node, dict):
@@ -454,7 +471,7 @@ def _chatgpt_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any
             children = node.get("children") or []
             node_id = children[0] if isinstance(children, list) and children else None
         return chain
-    while node_id and node_id not in seen:
+    while isinstance(node_id, str) and node_id not in seen:
         seen.add(node_id)
         node = mapping.get(node_id)
         if not isinstance(node, dict):

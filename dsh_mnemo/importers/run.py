@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from ..errors import RefusedError
+from ..errors import DataError, RefusedError
 from ..memory.banks import TALK_SOURCE
 from ..record import field, record
 from ..report import Progress
@@ -159,19 +159,21 @@ def read_sources(sources: list[str], *, root: Path | None = None,
             raise RefusedError("a chat export needs its file",
                                hint="Pass the export's conversations.json (or its .zip).")
         document, error = formats.load_export(export)
-        kind = formats.export_kind(document) if error is None else None
+        if error is not None:
+            # The one file the user named: refused with its reason, not counted.
+            raise DataError(f"{export}: {error}; nothing was imported",
+                            hint="Pass the export as the service gave it: its "
+                                 "conversations.json, folder or .zip.")
+        kind = formats.export_kind(document)
         for source in exports:
             summary = by_source[source]
             summary.files += 1
-            if error is not None:
-                summary.unreadable_files += 1
-                continue
             if kind != source:
                 raise RefusedError(
                     f"{export} is not a {source} export"
                     + (f" (it looks like a {kind} export)" if kind else ""),
-                    hint="Use --source chatgpt for a ChatGPT export and --source claude-ai "
-                         "for a Claude.ai export.")
+                    hint="The source comes first: `mnemo import chatgpt` for a ChatGPT "
+                         "export, `mnemo import claude-ai` for a Claude.ai export.")
             reader = formats.read_chatgpt if source == "chatgpt" else formats.read_claude_ai
             result = reader(export, document)
             _count(summary, result)
@@ -228,9 +230,14 @@ class Cleaner:
         return f"{self.prefix[role]}{body}" if body else ""
 
 
-def local_time(value: str | float | int | None) -> str | None:
-    """An original timestamp as upstream stores times: naive local ISO-8601."""
-    if value is None or isinstance(value, bool):
+def local_time(value: Any) -> str | None:
+    """An original timestamp as upstream stores times: naive local ISO-8601.
+
+    None for anything else (a record's `timestamp` may hold any JSON value),
+    and for a time local time cannot show (year 1 in UTC is year 0 west of
+    Greenwich): the row keeps the import's time.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
     try:
         if isinstance(value, (int, float)):
@@ -245,9 +252,9 @@ def local_time(value: str | float | int | None) -> str | None:
             moment = datetime.fromisoformat(text)
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=timezone.utc)
+        local = moment.astimezone().replace(tzinfo=None)
     except (ValueError, OverflowError, OSError):
         return None
-    local = moment.astimezone().replace(tzinfo=None)
     return local.isoformat() if local <= datetime.now() else None
 
 
@@ -476,6 +483,10 @@ def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,
     if harness and into:
         raise RefusedError("harness transcripts go to the workspace of each session's own "
                            "directory; --into is only for chat exports")
+    given = export if exports else root
+    if given is not None and not given.exists():
+        raise RefusedError(f"--from {given}: it does not exist; nothing was imported",
+                           hint="Name an existing file or directory.")
     base = base or paths.data_dir()
     ledger = Ledger(base)
     try:

@@ -35,6 +35,7 @@ so that prompts can recall it.  The plan and the run say how many of each
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -68,6 +69,9 @@ DEFAULT_SESSION = "default"
 # The namespace of the global bank's own rows (storage.GLOBAL_SESSION): the
 # legacy pool joins it, so stats and sleep treat the moved rows like the rest.
 GLOBAL_SESSION = "global"
+# backups/<journal id>/BEFORE_RESTORE/: the databases as `--from-backup` found them,
+# kept while it restores, to put back if it fails halfway.
+BEFORE_RESTORE = "before-restore"
 
 
 @record
@@ -584,6 +588,11 @@ def resume_unfinished(base: Path, progress: Progress | None = None,
             raise RefusedError(
                 f"migration {journal.id} was being reverted when it stopped",
                 hint=f"Finish that first: mnemo migrate revert --journal {journal.id}")
+        if journal.status == "restoring":
+            raise RefusedError(
+                f"migration {journal.id} was being restored from its backups when it stopped",
+                hint=f"Finish that first: mnemo migrate revert --journal {journal.id} "
+                     "--from-backup")
         _complete(journal, progress, policy)
         resumed.append(journal.id)
     return resumed
@@ -664,6 +673,11 @@ def revert_migration(journal_id: str | None = None, *, from_backup: bool = False
             return RevertResult(status="already-reverted", journal=journal.id)
         if from_backup:
             return _restore(journal)
+        if journal.status == "restoring":
+            raise RefusedError(
+                f"migration {journal.id} was being restored from its backups when it stopped",
+                hint=f"Complete that first: mnemo migrate revert --journal {journal.id} "
+                     "--from-backup")
         journal.status = "reverting"
         journal.save()
         result = RevertResult(status="reverted", journal=journal.id)
@@ -728,13 +742,20 @@ def _restore(journal: Journal) -> RevertResult:
             "retention policy (backups.keep_days, backups.keep_migrations)",
             hint=f"Its journal remains: mnemo migrate revert --journal {journal.id} moves "
                  "its rows back (without --from-backup).")
+    from_journal = f"Revert from its journal instead: mnemo migrate revert --journal {journal.id}"
     missing = [b["backup"] for b in journal.backups if not Path(b["backup"]).is_file()]
     if missing:
         # Checked before anything is restored: half a restore is worse than none.
         raise DataError(f"the backup {missing[0]} of migration {journal.id} is missing; "
-                        "nothing was restored",
-                        hint=f"Revert from its journal instead: mnemo migrate revert "
-                             f"--journal {journal.id}")
+                        "nothing was restored", hint=from_journal)
+    pairs = [(Path(b["backup"]), Path(b["database"])) for b in journal.backups]
+    for snapshot_path, _database in pairs:
+        try:
+            # Every snapshot the run took holds Mnemosyne's schema (a new target
+            # bank gets it before its backup).
+            backups.check(snapshot_path, MEMORY_TABLES)
+        except DataError as exc:
+            raise DataError(f"{exc.message}; nothing was restored", hint=from_journal) from None
     # An older snapshot would silently undo (or duplicate) what a later run did
     # to the same files: those runs must be reverted first.
     mine = {b["database"] for b in journal.backups}
@@ -753,14 +774,86 @@ def _restore(journal: Journal) -> RevertResult:
             f"later migration(s) {', '.join(later)} changed the same databases; restoring "
             f"the backups of {journal.id} would undo them behind their journals",
             hint="Revert those first (mnemo migrate revert), newest first.")
-    for item in journal.backups:
-        backups.restore(Path(item["backup"]), Path(item["database"]))
-        clear_caches(Path(item["database"]))
+    aside = paths.backups_dir(journal.base) / journal.id / BEFORE_RESTORE
+    again = f"mnemo migrate revert --journal {journal.id} --from-backup"
+    # A restore a kill stopped (`restoring`) is completed; its databases are half
+    # restored, so they are not set aside again (the first attempt's copies stay).
+    resumed = journal.status == "restoring"
+    previous = journal.status
+    kept: dict[Path, Path | None] = {}
+    if not resumed:
+        kept = _set_aside(pairs, aside)
+        journal.status = "restoring"
+        journal.save()
+    touched: list[Path] = []
+    try:
+        for snapshot_path, database in pairs:
+            touched.append(database)
+            backups.restore(snapshot_path, database)
+            clear_caches(database)
+            fault("after-restore")
+    except Exception as exc:
+        hint = (f"Their copies from before the restore are in {aside}. "
+                if aside.is_dir() else "") + f"Complete the restore with: {again}"
+        if resumed:
+            raise DataError(f"completing the restore of migration {journal.id} failed "
+                            f"({exc}); its databases are still partly restored",
+                            hint=hint) from None
+        failed = _put_back(touched, kept)
+        if failed:
+            raise DataError(f"restoring the backups of migration {journal.id} failed ({exc}), "
+                            f"and putting back what it had restored failed too ({failed[0]})",
+                            hint=hint) from None
+        shutil.rmtree(aside, ignore_errors=True)
+        journal.status = previous
+        journal.save()
+        if isinstance(exc, MnemoError):
+            raise type(exc)(f"{exc.message}; nothing was restored (the databases restored "
+                            "before it were put back as they were)", hint=exc.hint,
+                            exit_code=exc.exit_code) from None
+        raise
     journal.status = "restored"
     journal.restored_at = journals.now_ms()
     journal.save()
+    shutil.rmtree(aside, ignore_errors=True)
     return RevertResult(status="restored", journal=journal.id,
                         restored=[dict(b) for b in journal.backups])
+
+
+def _set_aside(pairs: list[tuple[Path, Path]], aside: Path) -> dict[Path, Path | None]:
+    """Snapshot every database a restore overwrites, as it is now (None: it does not
+    exist), so that a restore failing halfway can be undone."""
+    shutil.rmtree(aside, ignore_errors=True)  # what a restore killed here left
+    kept: dict[Path, Path | None] = {}
+    try:
+        for snapshot_path, database in pairs:
+            kept[database] = (backups.snapshot(database, aside / snapshot_path.name)
+                              if database.exists() else None)
+    except MnemoError as exc:
+        shutil.rmtree(aside, ignore_errors=True)
+        raise type(exc)(f"{exc.message}; nothing was restored", hint=exc.hint,
+                        exit_code=exc.exit_code) from None
+    except OSError:
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    return kept
+
+
+def _put_back(touched: list[Path], kept: dict[Path, Path | None]) -> list[str]:
+    """Give each database of `touched` back its copy from `kept`; what failed."""
+    failed = []
+    for database in touched:
+        copy = kept.get(database)
+        try:
+            if copy is None:  # the restore created it
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{database}{suffix}").unlink(missing_ok=True)
+            else:
+                backups.restore(copy, database)
+            clear_caches(database)
+        except (MnemoError, OSError) as exc:
+            failed.append(f"{database}: {exc}")
+    return failed
 
 
 def journal_summary(journal: Journal) -> dict[str, Any]:

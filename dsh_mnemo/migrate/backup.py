@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import BusyError, DataError
@@ -56,8 +57,36 @@ def snapshot(database: Path, destination: Path) -> Path:
     return destination
 
 
+def check(snapshot_path: Path, tables: Iterable[str] = ()) -> None:
+    """Raise a DataError unless the snapshot is a sound database holding `tables`.
+
+    `PRAGMA quick_check` reads every page, so a truncated or overwritten file
+    is refused here rather than halfway through a restore; an empty file
+    opens as an empty database, which the table check refuses.
+    """
+    if not snapshot_path.is_file():
+        raise DataError(f"the backup {snapshot_path} is missing")
+    try:
+        # Immutable: nothing writes a snapshot, and no -wal/-shm appears beside it.
+        conn = sqlite3.connect(readonly_uri(snapshot_path, immutable=True), uri=True)
+        try:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+            present = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise DataError(f"the backup {snapshot_path} is unreadable: {exc}") from None
+    if problems != ["ok"]:
+        raise DataError(f"the backup {snapshot_path} is damaged: {problems[0]}")
+    absent = sorted(set(tables) - present)
+    if absent:
+        raise DataError(f"the backup {snapshot_path} lacks the table(s) {', '.join(absent)}")
+
+
 def restore(snapshot_path: Path, database: Path) -> None:
-    """Overwrite the live `database` with the snapshot, through SQLite."""
+    """Overwrite the live `database` with the snapshot, through SQLite (one write
+    transaction of `database`, which SQLite rolls back on an error)."""
     if not snapshot_path.exists():
         raise DataError(f"the backup {snapshot_path} is missing; cannot restore {database}")
     database.parent.mkdir(parents=True, exist_ok=True)
@@ -68,8 +97,10 @@ def restore(snapshot_path: Path, database: Path) -> None:
             source.backup(target)
         finally:
             target.close()
-    except sqlite3.OperationalError as exc:
-        raise BusyError(f"cannot restore {database}: {exc}",
-                        hint="Try again when no harness is writing.") from None
+    except sqlite3.Error as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise BusyError(f"cannot restore {database}: {exc}",
+                            hint="Try again when no harness is writing.") from None
+        raise DataError(f"cannot restore {database} from {snapshot_path}: {exc}") from None
     finally:
         source.close()

@@ -102,7 +102,7 @@ class Journal:
     kind: str  # "migrate" | "adopt"
     created_at: int
     selection: dict[str, Any]
-    status: str = "planned"  # planned|running|done|failed|reverting|reverted|restored
+    status: str = "planned"  # planned|running|done|failed|reverting|reverted|restoring|restored
     backups: list[dict[str, str]] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     finished_at: int | None = None
@@ -242,7 +242,7 @@ def unfinished(base: Path | None = None) -> list[Journal]:
     found = []
     for journal_id in all_ids(base):
         journal = load(journal_id, base)
-        if journal.status in ("planned", "running", "reverting"):
+        if journal.status in ("planned", "running", "reverting", "restoring"):
             found.append(journal)
     return found
 

@@ -10,7 +10,7 @@ included, so it is not kept forever:
   **and** among the `backups.keep_migrations` newest sets (0 switches a
   limit off);
 - the snapshots of a run that has not finished (a crash left it `planned`,
-  `running` or `reverting`) are never pruned: re-running needs them;
+  `running`, `reverting` or `restoring`) are never pruned: re-running needs them;
 - pruning happens after every migration run and with `mnemo backups prune`.
 
 A pruned run keeps its journal: `mnemo migrate revert --journal ID` still
@@ -31,7 +31,7 @@ from . import journal as journals
 from .journal import Journal
 
 DAY_MS = 86_400_000
-UNFINISHED = ("planned", "running", "reverting")
+UNFINISHED = ("planned", "running", "reverting", "restoring")
 
 
 @record(frozen=True)
@@ -124,6 +124,8 @@ def _revert_command(journal: Journal | None, from_backup: bool) -> str | None:
         return None
     if journal.status in ("reverted", "restored", "failed"):
         return None
+    if journal.status == "restoring":  # only completing that restore undoes it
+        return f"mnemo migrate revert --journal {journal.id} --from-backup"
     if journal.groups and any(g.rows_file for g in journal.groups):
         return f"mnemo migrate revert --journal {journal.id}"
     return f"mnemo migrate revert --journal {journal.id} --from-backup" if from_backup else None

@@ -125,6 +125,7 @@ def test_a_closed_port_is_refused_at_once(embed_server: EmbedServer) -> None:
         port = s.getsockname()[1]
     result = load_backend("openai-url", {"url": f"http://127.0.0.1:{port}/v1", "model": "m"})
     assert result.embedder is None and result.reason and "unreachable" in result.reason
+    assert not result.misconfigured
     assert result.seconds < 2.5
 
 
@@ -133,6 +134,9 @@ def test_a_closed_port_is_refused_at_once(embed_server: EmbedServer) -> None:
     (200, b"not json", "not an embeddings list"),
     (200, b'{"data": [{"index": 0}]}', "not an embeddings list"),
     (200, b'{"data": []}', "0 vectors for 1 texts"),
+    (200, b'{"data": [{"index": 0, "embedding": [1, 2]}, {"index": 1, "embedding": [1]}]}',
+     "different sizes"),
+    (200, b'{"data": [{"index": 0, "embedding": [0, 0, 0, 0, 0, 0, 0, 0]}]}', "all-zero"),
 ])
 def test_a_bad_answer_is_an_embed_error(embed_server: EmbedServer, status: int, body: bytes,
                                         match: str) -> None:
@@ -151,6 +155,15 @@ def test_a_dimension_change_is_an_embed_error(embed_server: EmbedServer) -> None
         e.embed_documents(["x"])
 
 
+def test_a_dimension_change_between_batches_is_an_embed_error(embed_server: EmbedServer
+                                                              ) -> None:
+    e = load_backend("openai-url", options(embed_server, dim=8, batch=1)).embedder
+    assert e is not None
+    embed_server.model = lambda texts: [fake_vector(t, 4 if t == "b" else 8) for t in texts]
+    with pytest.raises(EmbedError, match="4-d vectors, expected 8"):
+        e.embed_documents(["a", "b"])
+
+
 @pytest.mark.parametrize(("opts", "words"), [
     ({"model": "m"}, "url is required"),
     ({"url": "file:///etc/passwd", "model": "m"}, "http(s) URL"),
@@ -165,6 +178,7 @@ def test_a_dimension_change_is_an_embed_error(embed_server: EmbedServer) -> None
 def test_bad_options_are_refused_without_a_request(opts: dict[str, object], words: str) -> None:
     result = load_backend("openai-url", opts)
     assert result.embedder is None and result.reason and words in result.reason
+    assert result.misconfigured  # the settings' fault: `mnemo reindex` exits 3
 
 
 @pytest.mark.parametrize(("url", "expected"), [

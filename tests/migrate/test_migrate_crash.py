@@ -116,3 +116,26 @@ def journals_targets(repo: Path) -> list[Path]:
     from dsh_mnemo.migrate import plan_migration
 
     return [Path(g.target_db) for g in plan_migration(Selection(legacy_dsh=True)).groups]
+
+
+def test_a_restore_killed_halfway_says_so_and_completes_when_run_again(repo: Path,
+                                                                      dsh_data: Path):
+    """Killed after the first database was restored, before the second: the journal says
+    `restoring` (not `done`), nothing reverts it from its journal onto half a restore, and
+    `--from-backup` again completes it."""
+    before = audit(dsh_data)
+    journal_id = run_migration(Selection(legacy_dsh=True)).journal or ""
+    killed = mnemo(["migrate", "revert", "--from-backup", "--yes"], repo, fault="after-restore")
+    assert killed.returncode == EXIT_CODE, killed.stderr
+    assert journals.load(journal_id, dsh_data).status == "restoring"
+    for args in (["migrate", "revert", "--yes"], ["migrate", "run", "--legacy-dsh", "--yes"]):
+        refused = mnemo(args, repo)
+        assert refused.returncode == 5, refused.stderr
+        assert "--from-backup" in refused.stderr and "Traceback" not in refused.stderr
+    planned = mnemo(["migrate", "plan", "--check"], repo)
+    assert planned.returncode == 8 and "--from-backup` completes it" in planned.stderr
+    done = mnemo(["migrate", "revert", "--from-backup", "--yes"], repo)
+    assert done.returncode == 0, done.stderr
+    assert audit(dsh_data) == before
+    assert journals.load(journal_id, dsh_data).status == "restored"
+    assert not (paths.backups_dir(dsh_data) / journal_id / "before-restore").exists()

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from dsh_mnemo import paths
 from dsh_mnemo.cli import app
-from dsh_mnemo.errors import DataError, ExitCode
-from dsh_mnemo.migrate import Selection, revert_migration, run_migration
+from dsh_mnemo.errors import BusyError, DataError, ExitCode, RefusedError
+from dsh_mnemo.migrate import Selection, retention, revert_migration, run_migration
+from dsh_mnemo.migrate import backup as backups
 from dsh_mnemo.migrate import journal as journals
 from dsh_mnemo.workspace import identity
 from tests.conftest import bind_repo
@@ -197,3 +198,112 @@ def test_a_column_that_cannot_be_added_stops_the_run_before_any_change(
     with pytest.raises(DataError, match="lacks column.*lane.*cannot be added"):
         run_migration(Selection(sessions=["dsh_s1"]))
     assert audit(dsh_data) == before
+
+
+def _damage(snapshot: Path, how: str) -> None:
+    size = snapshot.stat().st_size
+    if how == "truncated":
+        with snapshot.open("r+b") as file:
+            file.truncate(3000)
+    elif how == "cut-at-a-page":  # whole pages, a valid header: only reading them all tells
+        with snapshot.open("r+b") as file:
+            file.truncate(size // 2 // 4096 * 4096)
+    elif how == "empty":  # SQLite opens it as a new, empty database
+        snapshot.write_bytes(b"")
+    elif how == "garbage":
+        snapshot.write_bytes(b"not a database at all " * 200)
+    elif how == "another-database":
+        snapshot.unlink()
+        conn = sqlite3.connect(snapshot)
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.commit()
+        conn.close()
+
+
+@pytest.mark.parametrize(("which", "how"), [
+    (-1, "truncated"), (-1, "cut-at-a-page"), (-1, "empty"), (-1, "garbage"),
+    (-1, "another-database"), (0, "truncated"), (0, "empty")])
+def test_a_damaged_snapshot_is_refused_before_anything_is_restored(
+        which: int, how: str, repo: Path, dsh_data: Path):
+    """The default database's snapshot is restored first, the bank's second: a damaged
+    second snapshot used to fail with a traceback after the first was restored, leaving
+    every moved row in both databases and the journal saying `done`."""
+    before = audit(dsh_data)
+    result = run_migration(Selection(legacy_dsh=True))
+    journal = journals.load(result.journal or "", dsh_data)
+    moved = audit(dsh_data)
+    snapshot = Path(journal.backups[which]["backup"])
+    _damage(snapshot, how)
+    out = runner.invoke(app, ["migrate", "revert", "--from-backup", "--yes", "--json"])
+    assert out.exit_code == ExitCode.DATA, out.output
+    assert "Traceback" not in out.output
+    error = json.loads(out.stdout.splitlines()[0])
+    assert error["kind"] == "error" and snapshot.name in error["error"]
+    assert "nothing was restored" in error["error"]
+    assert f"--journal {journal.id}" in error["hint"]
+    assert audit(dsh_data) == moved
+    assert journals.load(journal.id, dsh_data).status == "done"
+    assert revert_migration(journal.id).status == "reverted"  # its journal still undoes it
+    assert audit(dsh_data) == before
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["before-writing", "after-writing"])
+def test_a_restore_that_fails_midway_puts_back_what_it_restored(
+        written: bool, repo: Path, dsh_data: Path, monkeypatch: pytest.MonkeyPatch):
+    before = audit(dsh_data)
+    result = run_migration(Selection(legacy_dsh=True))
+    moved = audit(dsh_data)
+    real = backups.restore
+    calls: list[Path] = []
+
+    def restore(snapshot: Path, database: Path) -> None:
+        calls.append(database)
+        if len(calls) == 2:  # the bank, after the default database was restored
+            if written:
+                real(snapshot, database)
+            raise BusyError(f"{database} stayed busy")
+        real(snapshot, database)
+
+    monkeypatch.setattr(backups, "restore", restore)
+    with pytest.raises(BusyError, match="put back as they were"):
+        revert_migration(from_backup=True)
+    assert audit(dsh_data) == moved
+    journal = journals.load(result.journal or "", dsh_data)
+    assert journal.status == "done"
+    assert not (paths.backups_dir(dsh_data) / journal.id / "before-restore").exists()
+    monkeypatch.setattr(backups, "restore", real)
+    assert revert_migration(from_backup=True).status == "restored"
+    assert audit(dsh_data) == before
+
+
+def test_a_restore_that_cannot_be_put_back_says_so_and_can_be_completed(
+        repo: Path, dsh_data: Path, monkeypatch: pytest.MonkeyPatch):
+    before = audit(dsh_data)
+    result = run_migration(Selection(legacy_dsh=True))
+    real = backups.restore
+    calls: list[Path] = []
+
+    def restore(snapshot: Path, database: Path) -> None:
+        calls.append(database)
+        if len(calls) >= 2:  # the bank, and every database put back after it
+            raise BusyError(f"{database} stayed busy")
+        real(snapshot, database)
+
+    monkeypatch.setattr(backups, "restore", restore)
+    with pytest.raises(DataError) as caught:
+        revert_migration(from_backup=True)
+    assert "--from-backup" in (caught.value.hint or "")
+    journal = journals.load(result.journal or "", dsh_data)
+    assert journal.status == "restoring"  # the truth: half restored
+    assert (paths.backups_dir(dsh_data) / journal.id / "before-restore").is_dir()
+    [listed] = [s for s in retention.inventory(dsh_data) if s.journal == journal.id]
+    assert listed.state == "protected"  # never pruned while it is needed
+    assert listed.revert_command == f"mnemo migrate revert --journal {journal.id} --from-backup"
+    with pytest.raises(RefusedError, match="restor"):
+        revert_migration(journal.id)  # rows from the journal onto half a restore: no
+    with pytest.raises(RefusedError, match="restor"):
+        run_migration(Selection(default_to_global=True))
+    monkeypatch.setattr(backups, "restore", real)
+    assert revert_migration(from_backup=True).status == "restored"
+    assert audit(dsh_data) == before
+    assert not (paths.backups_dir(dsh_data) / journal.id / "before-restore").exists()
