@@ -100,7 +100,8 @@ def _candidates(report: Any) -> None:
         out.print(f"Rejected {report.candidates[0].id}: it will not be suggested again.")
         return
     for item in report.candidates:
-        grid.add_row(item.id, item.status, item.created_at[:10], escape(item.text))
+        grid.add_row(item.id, item.status, item.created_at[:10],
+                     escape(item.text) or "[dim](its turn was forgotten)[/]")
     out.print(grid)
 
 

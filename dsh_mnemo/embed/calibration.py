@@ -208,6 +208,11 @@ def _update(base: Path, model_id: str, entry: dict[str, Any]) -> None:
                    what="calibration lock"):
         data = _read(base)
         data[model_id] = entry
+        from .openai_url import has_raw_query
+
+        # an earlier mnemo named an `openai-url` model by its whole URL, a
+        # credential in its query included; no model has that id any more
+        data = {k: v for k, v in data.items() if not has_raw_query(k)}
         atomic_write_text(_path(base), json.dumps(data, indent=2, sort_keys=True) + "\n")
     _memo.pop((str(base), model_id), None)
 

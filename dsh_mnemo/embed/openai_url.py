@@ -10,7 +10,8 @@ request and is never kept on the object or written anywhere.
 Options (the mapping passed to `load_backend("openai-url", options)`):
 
 - `url` (required): the base URL (`http://127.0.0.1:8000/v1`) or the full
-  `.../embeddings` URL; http or https only.
+  `.../embeddings` URL; http or https only.  Its query is sent with each
+  request but named in the model id only by a hash (`id_url`).
 - `model` (required): the model name sent with each request.
 - `api_key_env`: name of the environment variable holding the API key.
 - `timeout`: seconds per request (default 2.0, at most 30).
@@ -28,6 +29,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -69,6 +71,38 @@ def endpoint(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+# Query parameters named like these hold a credential (`?api-key=…`, `?sig=…`).
+_SECRET_PARAMS = ("key", "token", "secret", "passw", "credential", "sig", "auth")
+
+
+def id_url(url: str) -> str:
+    """The endpoint as a model id names it: written to every vector and to
+    `calibration.json`, so never its query, which may carry a credential.
+
+    A URL with a query is named by its path and a hash of the query's
+    parameters (a credential's name, not its value: a new key is the same
+    model), so that endpoints that differ only there still differ.  A URL
+    without one is named as it is, as it always was (its vectors stay valid)."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.query:
+        return url
+    params = sorted((name, "" if any(w in name.lower() for w in _SECRET_PARAMS) else value)
+                    for name, value in urllib.parse.parse_qsl(parts.query,
+                                                              keep_blank_values=True))
+    digest = hashlib.sha256(json.dumps(params).encode()).hexdigest()[:8]
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return f"{base}?query-{digest}"
+
+
+# An id an earlier mnemo wrote with the endpoint's query in it.
+_RAW_QUERY_ID = re.compile(r"openai-url:https?://[^/?#]*/[^?:]*\?(?!query-[0-9a-f]{8}:)")
+
+
+def has_raw_query(model_id: str) -> bool:
+    """Does this model id hold an endpoint's query as it was (`id_url` hashes it)?"""
+    return bool(_RAW_QUERY_ID.match(model_id))
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -103,7 +137,7 @@ class OpenAIURLEmbedder:
     def model_id(self) -> str:
         prefixes = hashlib.sha256(
             f"{self.query_prefix}\0{self.document_prefix}".encode()).hexdigest()[:8]
-        return f"{NAME}:{self.url}:{self.model}:prefix-{prefixes}:{self.dim}"
+        return f"{NAME}:{id_url(self.url)}:{self.model}:prefix-{prefixes}:{self.dim}"
 
     def __repr__(self) -> str:
         return f"OpenAIURLEmbedder({self.url!r}, model={self.model!r}, dim={self.dim})"

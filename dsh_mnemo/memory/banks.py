@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from .. import paths
 from ..errors import BusyError, DataError
+from ..fsutil import sha256_hex
 from ..record import record
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
@@ -53,6 +54,24 @@ SUMMARY_SOURCE = "sleep_consolidation"
 # namespace leaves them out (`semantic.profile_of`), and the prefetch gate
 # never injects them (`hook.gate`).
 NOT_MEMORY_SOURCES = frozenset([TALK_SOURCE, SUMMARY_SOURCE])
+
+
+# mnemo's table of standing statements found in captured user turns
+# (`memory/standing`).  A candidate holds its turn's statement and, as its
+# `digest`, a hash of that statement in its namespace: the link from a turn's
+# row to the candidate filed from it, which `driver.delete` follows.
+CANDIDATES = "mnemo_candidates"
+
+
+def candidate_text(content: str) -> str:
+    """The statement of a captured user turn's row, as a candidate holds it."""
+    return (content[len("[USER]"):] if content.startswith("[USER]") else content).strip()
+
+
+def candidate_digest(namespace: str, statement: str) -> str:
+    """A candidate's `digest`: one statement of a namespace is suggested once."""
+    normal = " ".join(statement.lower().split())
+    return sha256_hex(f"{namespace}\0{normal}".encode())[:32]
 
 
 def summary_ids(summary_of: object) -> list[str]:

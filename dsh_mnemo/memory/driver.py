@@ -49,7 +49,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
-from .banks import MEMORY_TABLES, count, summary_ids, translate_sqlite_errors
+from .banks import (
+    CANDIDATES,
+    MEMORY_TABLES,
+    candidate_digest,
+    candidate_text,
+    column_names,
+    count,
+    rows,
+    summary_ids,
+    translate_sqlite_errors,
+)
 from .targets import Target
 from .upstream_import import quiet_upstream_import
 
@@ -905,7 +915,8 @@ def sleep(target: Target, *, dry_run: bool, force: bool,
 
 
 # Tables that copy a memory's text or hang off it, by the column naming the
-# memory (upstream's extraction writes gists and facts for every memory).
+# memory (upstream's extraction writes gists and facts for every memory, and
+# MEMORIA rows, `memoria_*` by `source_memory_id`: see `_delete_copies`).
 _CHILD_TABLES = (("annotations", "memory_id"), ("memory_embeddings", "memory_id"),
                  ("memory_events", "memory_id"), ("memory_validations", "memory_id"),
                  ("mnemo_vectors", "memory_id"))
@@ -916,8 +927,10 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
     """Delete one row of `target`'s namespace (or a global row), and every copy of its text.
 
     Besides the row in each tier: the gists, facts and consolidated facts
-    upstream extracted from it, its graph edges, annotations, events and
-    vectors, and the sleep summaries that fold it in (`_delete_summaries_of`).
+    upstream extracted from it, its MEMORIA rows, its graph edges,
+    annotations, events and vectors, the sleep summaries that fold it in
+    (`_delete_summaries_of`), and the standing candidates filed from it
+    (`_forget_candidates`).
     With `secure_delete` the freed pages are overwritten, the full-text
     indexes are merged so no stale entry keeps its words, and the WAL is
     checkpointed: the text is gone from the files, not just unlinked.
@@ -935,6 +948,7 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
         if not drop_sole_copies:
             _refuse_sole_copies(conn, memory_id, clause, target.namespace)
         conn.execute("PRAGMA secure_delete = ON")
+        texts = _texts_of(conn, memory_id, clause, target.namespace)
         before = count(conn, f"SELECT COUNT(*) FROM working_memory WHERE id = ? AND {clause}",
                        (memory_id, target.namespace))
         if before:
@@ -953,6 +967,9 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
         deleted["memories"] = cur.rowcount
         if any(deleted.values()):
             deleted.update(_delete_copies(conn, memory_id))
+            candidates = _forget_candidates(conn, memory_id, texts, target.namespace)
+            if candidates:
+                deleted[CANDIDATES] = candidates
             summaries = _delete_summaries_of(conn, memory_id, clause, target.namespace)
             if summaries:
                 deleted["summaries"] = summaries
@@ -964,6 +981,45 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
 
         vector_file.remove_for(db_path, base)  # no copy of a forgotten vector stays either
     return deleted
+
+
+def _texts_of(conn: sqlite3.Connection, memory_id: str, clause: str,
+              namespace: str) -> set[str]:
+    """The text of the row `delete` is about to delete, in each tier that has it."""
+    texts: set[str] = set()
+    for table, where in (("working_memory", clause), ("episodic_memory", clause),
+                         ("memories", "session_id = ?")):
+        texts.update(str(r[0]) for r in rows(
+            conn, f"SELECT content FROM {table} WHERE id = ? AND {where}",
+            (memory_id, namespace)) if r[0])
+    return texts
+
+
+def _forget_candidates(conn: sqlite3.Connection, memory_id: str, texts: set[str],
+                       namespace: str) -> int:
+    """Take the forgotten row's text out of the standing candidates; how many changed.
+
+    A candidate copies the statement of the turn it was filed from (found by
+    its digest, which the same statement said again shares) and, once
+    accepted, names the standing memory it became (`memory_id`).  A pending
+    candidate is deleted, and so is an accepted one whose standing memory is
+    the row forgotten: the statement may be suggested again.  Any other
+    decided one keeps its decision without its text: its digest, a hash,
+    still keeps a rejected statement (or one a standing memory holds) from
+    being suggested again.
+    """
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (CANDIDATES,)).fetchone():
+        return 0
+    digests = sorted({candidate_digest(namespace, candidate_text(t)) for t in texts})
+    marks = ",".join("?" * len(digests))
+    linked = f"(memory_id = ? OR digest IN ({marks}))" if digests else "memory_id = ?"
+    args = (memory_id, *digests)
+    changed = conn.execute(f"DELETE FROM {CANDIDATES} WHERE {linked} AND (status = 'pending' "
+                           "OR (status = 'accepted' AND memory_id = ?))",
+                           (*args, memory_id)).rowcount
+    return changed + conn.execute(f"UPDATE {CANDIDATES} SET text = '' WHERE {linked} "
+                                  "AND text <> ''", args).rowcount
 
 
 def _summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,
@@ -1073,8 +1129,12 @@ def _delete_copies(conn: sqlite3.Connection, memory_id: str) -> dict[str, int]:
         if table in tables:
             deleted[table] = deleted.get(table, 0) + conn.execute(sql, args).rowcount
 
-    derived = [r[0] for r in conn.execute("SELECT id FROM gists WHERE memory_id = ?",
-                                          (memory_id,))] if "gists" in tables else []
+    # Graph edges join the memory itself (upstream links related memories) and
+    # what was extracted from it.
+    derived = [memory_id]
+    if "gists" in tables:
+        derived += [r[0] for r in conn.execute("SELECT id FROM gists WHERE memory_id = ?",
+                                               (memory_id,))]
     if "facts" in tables:
         derived += [r[0] for r in conn.execute("SELECT fact_id FROM facts WHERE "
                                                "source_msg_id = ?", (memory_id,))]
@@ -1082,6 +1142,11 @@ def _delete_copies(conn: sqlite3.Connection, memory_id: str) -> dict[str, int]:
         run(table, f'DELETE FROM "{table}" WHERE "{column}" = ?', (memory_id,))
     run("gists", "DELETE FROM gists WHERE memory_id = ?", (memory_id,))
     run("facts", "DELETE FROM facts WHERE source_msg_id = ?", (memory_id,))  # trigger: fts_facts
+    for table in sorted(t for t in tables if t.startswith("memoria_")):
+        if "source_memory_id" in column_names(conn, table):
+            if table == "memoria_facts":
+                _drop_previous_values(conn, memory_id)
+            run(table, f'DELETE FROM "{table}" WHERE source_memory_id = ?', (memory_id,))
     for item in derived:
         run("graph_edges", "DELETE FROM graph_edges WHERE source = ? OR target = ?",
             (item, item))
@@ -1102,6 +1167,20 @@ def _delete_copies(conn: sqlite3.Connection, memory_id: str) -> dict[str, int]:
                 run("consolidated_facts", "DELETE FROM consolidated_facts WHERE id = ?",
                     (row_id,))
     return {k: v for k, v in deleted.items() if v}
+
+
+def _drop_previous_values(conn: sqlite3.Connection, memory_id: str) -> None:
+    """Clear the copies of the memory's MEMORIA facts that later versions keep.
+
+    A fact a later memory changed (the same key, a new value) carries the old
+    value as its `previous_value`."""
+    for session_id, fact_type, key, value in conn.execute(
+            "SELECT session_id, fact_type, key, value FROM memoria_facts "
+            "WHERE source_memory_id = ? AND value IS NOT NULL", (memory_id,)).fetchall():
+        conn.execute("UPDATE memoria_facts SET previous_value = NULL WHERE session_id IS ? "
+                     "AND fact_type IS ? AND key IS ? AND previous_value = ? "
+                     "AND source_memory_id IS NOT ?", (session_id, fact_type, key, value,
+                                                       memory_id))
 
 
 def _purge_freed_text(conn: sqlite3.Connection) -> None:

@@ -21,7 +21,8 @@ Candidates: with `capture.standing: suggest`, a captured user turn that
 states a standing rule ("from now on …", "always …", "I prefer …", "以后…")
 is filed in the workspace bank's `mnemo_candidates` table, for the user to
 accept (it becomes a standing memory) or reject (it is never suggested
-again).  Nothing is promoted without the user.
+again).  Nothing is promoted without the user.  Forgetting the turn deletes
+its pending candidate and empties a decided one's text (`driver.delete`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import RefusedError, UnboundError
-from ..fsutil import sha256_hex
 from ..lazy_re import lazy
 from ..record import record
 from ..workspace.context import MemoryContext
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 SOURCE = "standing"
 DEFAULT_IMPORTANCE = 0.9
-CANDIDATES = "mnemo_candidates"
+CANDIDATES = banks.CANDIDATES
 CANDIDATES_DDL = (f"CREATE TABLE IF NOT EXISTS {CANDIDATES} (id TEXT PRIMARY KEY, "
                   "namespace TEXT NOT NULL, text TEXT NOT NULL, digest TEXT NOT NULL, "
                   "status TEXT NOT NULL, created_at TEXT NOT NULL, decided_at TEXT, "
@@ -172,11 +172,6 @@ def looks_standing(text: str) -> bool:
     return bool(_CANDIDATE.search(body))
 
 
-def _digest(namespace: str, text: str) -> str:
-    normal = " ".join(text.lower().split())
-    return sha256_hex(f"{namespace}\0{normal}".encode())[:32]
-
-
 def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=banks.BUSY_TIMEOUT_SECONDS)
     conn.execute(CANDIDATES_DDL)
@@ -186,8 +181,8 @@ def _connect(db_path: Path) -> sqlite3.Connection:
 def suggest(target: Target, text: str, base: Path | None = None) -> str | None:
     """File `text` as a candidate of `target`'s namespace; its id, or None when it
     was suggested (or rejected, or accepted) before."""
-    body = text[len("[USER]"):].strip() if text.startswith("[USER]") else text.strip()
-    digest = _digest(target.namespace, body)
+    body = banks.candidate_text(text)
+    digest = banks.candidate_digest(target.namespace, body)
     db_path = target.db_path(base)
     with banks.translate_sqlite_errors(db_path):
         conn = _connect(db_path)

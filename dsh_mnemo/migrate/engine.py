@@ -134,16 +134,22 @@ def _script(conn: sqlite3.Connection, script: str) -> None:
 # (`evolution`), a fact's subject and predicate, a MEMORIA fact's key, a gist's
 # location, a persona line's reason and a validation's note.  A topic holds the
 # words of the instruction it names ("use the deploy token ghp_…"), whole.
+# Also a row's `source`, a label its writer chose (upstream's `remember`, its
+# importers and MCP tool take any string).
 SCRUB_EXTRA_COLUMNS = ("context_snippet", "previous_value", "new_content", "topic",
                        "evolution", "subject", "predicate", "key", "location",
-                       "promotion_reason", "note")
+                       "promotion_reason", "note", "source")
 # Columns that hold a JSON document: upstream's sync log (`memory_events`) keeps
-# each change's memory text in `payload`.  Their string values are scrubbed one
-# by one, so the document stays JSON; an encrypted payload (upstream's wire
+# each change's memory text in `payload`; a memory's `metadata_json` is whatever
+# its writer passed (`remember(metadata=…)`: the original text, a token); a
+# gist's participants and a memory's temporal tags are words of its text.
+# Their string values are scrubbed one by one, each under its member's name
+# (`_scrub_document`), so the document stays JSON; a value that is not a JSON
+# object or array is scrubbed as text.  An encrypted payload (upstream's wire
 # prefix) is ciphertext and is copied as it is.  A scrubbed payload gets the
 # `event_hash` upstream would compute for it (`_event_hash`): a peer rejects
 # an event whose hash does not match its contents.
-SCRUB_JSON_COLUMNS = ("payload",)
+SCRUB_JSON_COLUMNS = ("payload", "metadata_json", "participants_json", "temporal_tags")
 ENCRYPTED_PREFIX = "mne1:"
 
 
@@ -231,21 +237,39 @@ class Secrets:
             return scrub(value, self.policy)
         findings: list[str] = []
 
-        def clean(node: Any) -> Any:
+        def clean(node: Any, name: str | None = None) -> Any:
             if isinstance(node, str):
-                result = scrub(node, self.policy)
-                findings.extend(result.findings)
-                return result.text
+                return self._scrub_member(node, name, findings)
             if isinstance(node, dict):
-                return {key: clean(item) for key, item in node.items()}
+                return {clean(key): clean(item, key) for key, item in node.items()}
             if isinstance(node, list):
-                return [clean(item) for item in node]
+                return [clean(item, name) for item in node]
             return node
 
         cleaned = clean(document)
         if not findings or self.policy != "redact":
             return ScrubResult(value, findings)
         return ScrubResult(json.dumps(cleaned, default=str), findings)
+
+    def _scrub_member(self, value: str, name: str | None, findings: list[str]) -> str:
+        """A string of a JSON document, scrubbed.  Alone it may not say it is a
+        secret; under its member's name it does (`"api_token": "…"` reads as
+        `api_token=…`).  A value the name makes a credential from its first
+        character is one whole: it is replaced, not just its first word."""
+        from ..memory.scrub import MARKER_PREFIX, scrub
+
+        result = scrub(value, self.policy)
+        if name is not None and not result.found:
+            head = f"{name}="
+            paired = scrub(head + value, self.policy)
+            if paired.found and paired.text.startswith(head):
+                findings.extend(paired.findings)
+                text = paired.text[len(head):]
+                if text.startswith(MARKER_PREFIX) and text != value:
+                    return text[:text.index(">") + 1]
+                return text
+        findings.extend(result.findings)
+        return result.text
 
 
 def count_secrets(conn: sqlite3.Connection, schema: Schema, policy: str,
@@ -289,7 +313,8 @@ def mark_redacted(conn: sqlite3.Connection, schema: Schema, secrets: Secrets,
     conn.execute("DELETE FROM temp.redacted")
     names = set(schema.tables) if tables is None else set(tables)
     for table in schema.ordered():
-        columns = scrub_columns(table)
+        # the text a vector is computed from, not a label or metadata beside it
+        columns = [c for c in scrub_columns(table) if c == table.text_column]
         if not table.is_memory_table or table.name not in names or not columns:
             continue
         key = _key_expr(table, "s")
@@ -723,6 +748,13 @@ def _insert_sql(table: Table, scrub: bool = False, redacting: bool = False,
     stale = table.vector_columns if redacting and table.is_memory_table else []
     exprs = []
     rehash = "payload" in scrubbed and all(table.has(c) for c in EVENT_HASH_COLUMNS)
+
+    def copied(c: str) -> str:
+        if c not in scrubbed:
+            return f"s.{quote(c)}"
+        function = "mnemo_scrub_document" if c in SCRUB_JSON_COLUMNS else "mnemo_scrub"
+        return f"{function}(m.seq, s.{quote(c)})"
+
     for c in names:
         if c in stale:
             exprs.append(f"CASE WHEN EXISTS (SELECT 1 FROM temp.redacted r WHERE r.id = "
@@ -730,10 +762,9 @@ def _insert_sql(table: Table, scrub: bool = False, redacting: bool = False,
         elif c == SOURCE_COLUMN and resource:
             exprs.append(f"CASE WHEN EXISTS (SELECT 1 FROM temp.sole o WHERE o.id = "
                          f"{_key_expr(table, 's')}) THEN '{SOLE_COPY_SOURCE}' "
-                         f"ELSE s.{quote(c)} END")
+                         f"ELSE {copied(c)} END")
         elif c in scrubbed:
-            function = "mnemo_scrub_document" if c in SCRUB_JSON_COLUMNS else "mnemo_scrub"
-            exprs.append(f"{function}(m.seq, s.{quote(c)})")
+            exprs.append(copied(c))
         elif c == "event_hash" and rehash:
             fields = ", ".join(f"s.{quote(f)}" for f in EVENT_HASH_COLUMNS)
             exprs.append(f"coalesce(mnemo_event_hash(m.seq, {fields}), s.event_hash)")

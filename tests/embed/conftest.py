@@ -43,6 +43,7 @@ class EmbedServer:
     base64: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # each request's path, query included
 
 
 @pytest.fixture
@@ -59,6 +60,7 @@ def embed_server() -> Iterator[EmbedServer]:
             payload = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append(payload)
             state.headers.append(dict(self.headers.items()))
+            state.paths.append(self.path)
             if state.delay:
                 time.sleep(state.delay)
             if state.body is not None:

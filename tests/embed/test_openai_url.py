@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,6 +101,75 @@ def test_the_api_key_comes_from_the_named_variable_and_is_never_kept(
     monkeypatch.delenv("MNEMO_TEST_EMBED_KEY")
     with pytest.raises(EmbedError, match="MNEMO_TEST_EMBED_KEY is not set"):
         e.embedder.embed_queries(["x"])
+
+
+KEY = "QryKeyZq8vT3mN9xQ"
+
+
+def test_the_model_id_never_holds_the_query_of_the_url(embed_server: EmbedServer) -> None:
+    """The id is written beside every vector and into calibration.json: a key in the
+    URL's query (`?api-key=…`) must not be; the request still carries it."""
+    def model_id(url: str) -> str:
+        e = load_backend("openai-url", {"url": url, "model": "test-embed", "dim": 8}).embedder
+        assert e is not None
+        return e.model_id
+
+    base = embed_server.url
+    prefixes = hashlib.sha256(b"\0").hexdigest()[:8]
+    # a URL without a query is named as before: the vectors stored with it stay valid
+    assert model_id(base) == f"openai-url:{base}/embeddings:test-embed:prefix-{prefixes}:8"
+    keyed = model_id(f"{base}?api-key={KEY}&api-version=2024-02-01")
+    assert KEY not in keyed and "api-version" not in keyed
+    assert keyed.startswith(f"openai-url:{base}/embeddings?query-")
+    # a new key is the same model; another endpoint (the query's other values) is not
+    assert model_id(f"{base}?api-version=2024-02-01&api-key=rotated") == keyed
+    assert len({keyed, model_id(base), model_id(f"{base}?api-version=2024-06-01&api-key=x"),
+                model_id(f"{base}?code={KEY}")}) == 4
+    assert KEY not in model_id(f"{base}?code={KEY}")
+
+    e = load_backend("openai-url", {"url": f"{base}?api-key={KEY}", "model": "m"}).embedder
+    assert e is not None
+    e.embed_documents(["x"])
+    assert embed_server.paths[-1] == f"/v1/embeddings?api-key={KEY}"
+
+
+def test_a_key_in_the_url_query_reaches_no_file(embed_server: EmbedServer, make_repo,
+                                                data_dir: Path) -> None:
+    """`mnemo remember` with such a URL: the vectors' model id and the model's scale
+    in calibration.json hold no part of the key, and an entry an earlier mnemo kept
+    under the whole URL is dropped."""
+    from dsh_mnemo.embed import calibration
+    from dsh_mnemo.memory import semantic
+    from tests.conftest import bind_repo, configure
+    from tests.memory.conftest import mnemo, query
+    from tests.memory.test_forget_and_pins import raw_bytes
+
+    url = f"{embed_server.url}?api-key={KEY}"
+    repo = bind_repo(make_repo("app"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    earlier = f"openai-url:{embed_server.url}/embeddings?api-key={KEY}:test-embed:prefix-x:8"
+    (data_dir / calibration.FILE_NAME).write_text(json.dumps(
+        {earlier: {"centre": 0.1, "spread": 0.2, "texts": calibration.TEXTS_VERSION}}))
+    configure(embeddings__backend="openai-url", embeddings__url=url,
+              embeddings__model="test-embed")
+    semantic.reset()
+    calibration.forget_memo()
+    try:
+        done = mnemo("remember", "We deploy with make release.", "--json", cwd=repo.path)
+    finally:
+        semantic.reset()
+        calibration.forget_memo()
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["embedded"] is True
+    assert embed_server.paths and all(KEY in p for p in embed_server.paths)
+    (model_id,) = query(repo.db(data_dir), "SELECT DISTINCT model_id FROM mnemo_vectors")[0]
+    assert "?query-" in model_id and KEY not in model_id
+    kept = json.loads((data_dir / calibration.FILE_NAME).read_text())
+    assert list(kept) == [model_id]
+    from dsh_mnemo.memory import driver
+
+    driver.reset_cache()
+    assert KEY.encode() not in raw_bytes(data_dir)
 
 
 def test_a_slow_server_costs_one_timeout_then_an_error(embed_server: EmbedServer) -> None:

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -370,3 +371,103 @@ def test_a_run_says_which_moved_memories_still_need_their_vectors(legacy: Path,
     mnemo("migrate", "revert", "--yes", cwd=legacy)
     again = mnemo("migrate", "run", "--legacy-dsh", "--yes", cwd=legacy)
     assert "moved" in again.stdout + again.stderr and "no vector" not in again.stderr
+
+
+META_TOKEN = "LEGmetaTokZq8v3mN"
+SOURCE_PASSWORD = "SrcLabelPw7Kq2"
+BROKEN_PASSWORD = "BrokenMetaPw9Xz"
+
+
+def write_legacy_metadata(db: Path, session_id: str) -> dict[str, str]:
+    """Rows written through upstream's `remember(metadata=…)`, as its importers and MCP
+    tool write them: the memory's text, a token and a nested credential in the metadata,
+    a credential in the source label, and metadata that is not JSON; {text: id}."""
+    from mnemosyne.core.memory import Mnemosyne
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    mem = Mnemosyne(session_id=session_id, db_path=db)
+    ids = {text: mem.remember(text, source="conversation", importance=0.5,
+                              metadata={"original": text, "api_token": META_TOKEN,
+                                        "db": {"password": f"{PASSWORD} two words"},
+                                        "tags": ["falcon", 3]})
+           for text in (SECRET_TEXTS[0], PLAIN)}
+    labelled = "The falcon docs live in the wiki."
+    ids[labelled] = mem.remember(labelled, source=f"import password={SOURCE_PASSWORD}",
+                                 importance=0.5, metadata={"from": "wiki"})
+    broken = "The falcon dashboards are in Grafana."
+    ids[broken] = mem.remember(broken, source="conversation", importance=0.5)
+    clean = "The falcon API is versioned by date."
+    ids[clean] = mem.remember(clean, source="mcp", importance=0.5,
+                              metadata={"from": "mcp", "n": 1})
+    mem.conn.close()
+    conn = sqlite3.connect(db)
+    with conn:
+        for table in ("working_memory", "memories"):
+            conn.execute(f"UPDATE {table} SET metadata_json = ? WHERE id = ?",
+                         (f"note: DB_PASSWORD={BROKEN_PASSWORD} {{", ids[broken]))
+        # vectors of a text with a secret, and of one whose metadata alone had one
+        conn.executemany("INSERT INTO memory_embeddings (memory_id, embedding_json) "
+                         "VALUES (?, '[0.6, 0.8]')", [(ids[SECRET_TEXTS[0]],), (ids[PLAIN],)])
+    conn.close()
+    return ids
+
+
+def rows_of(db: Path, column: str, table: str = "working_memory") -> dict[str, Any]:
+    key = "memory_id" if table == "memory_embeddings" else "id"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return dict(conn.execute(f"SELECT {key}, {column} FROM {table}").fetchall())
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("how", ["migrate", "adopt"])
+def test_metadata_and_source_labels_are_copied_redacted(data_dir: Path, projects: Path,
+                                                        how: str) -> None:
+    """`metadata_json` is a JSON document: each string in it is scrubbed under its
+    member's name (`"api_token": "…"` is a credential whatever the value looks like), and
+    it stays JSON; metadata that is not JSON is scrubbed as text, and so is `source`.
+    Metadata and labels without a secret are copied byte for byte."""
+    orphan = uuid_namespace(ORPHAN_UUID)
+    source = paths.default_db_path(data_dir)
+    ids = write_legacy_metadata(source, "dsh_s1" if how == "migrate" else orphan)
+    originals = {"metadata_json": rows_of(source, "metadata_json"),
+                 "source": rows_of(source, "source")}
+    secrets = (META_TOKEN, PASSWORD, SOURCE_PASSWORD, BROKEN_PASSWORD, "Q7wE9rT2")
+    assert all(s in json.dumps(originals) for s in secrets)
+    if how == "migrate":
+        repo = bind_repo(projects / "app").path
+        plan = json.loads(mnemo("migrate", "plan", "--legacy-dsh", "--json", cwd=repo).stdout)
+        result = json.loads(mnemo("migrate", "run", "--legacy-dsh", "--yes", "--json",
+                                  cwd=repo).stdout)
+        assert result["status"] == "moved" and result["secrets"] == plan["secrets"]
+        (bank,) = sorted((data_dir / "banks").glob("ws-*/mnemosyne.db"))
+    else:
+        target = projects / "orphan-home"
+        target.mkdir()
+        adopted = json.loads(mnemo("adopt", orphan, str(target), "--json", cwd=projects).stdout)
+        assert adopted["status"] == "adopted"
+        bank = paths.bank_db_path(adopted["bank"], data_dir)
+    blob = bank_bytes(data_dir)
+    assert not [s for s in secrets if s.encode() in blob]
+    # a vector is computed from the text alone: only the redacted text's is dropped
+    assert list(rows_of(bank, "embedding_json", "memory_embeddings")) == [ids[PLAIN]]
+
+    for table in ("working_memory", "memories"):
+        metadata = rows_of(bank, "metadata_json", table)
+        labels = rows_of(bank, "source", table)
+        for text in SECRET_TEXTS[:1] + (PLAIN,):
+            document = json.loads(metadata[ids[text]])
+            assert document["api_token"] == "<redacted-token>"
+            assert document["db"] == {"password": "<redacted-password>"}
+            assert document["tags"] == ["falcon", 3]
+        assert json.loads(metadata[ids[SECRET_TEXTS[0]]])["original"] == \
+            "We deploy the falcon service from CI with the token <redacted-github-token>."
+        assert json.loads(metadata[ids[PLAIN]])["original"] == PLAIN
+        labelled = ids["The falcon docs live in the wiki."]
+        assert labels[labelled] == "import password=<redacted-password>"
+        assert metadata[labelled] == originals["metadata_json"][labelled]
+        broken = ids["The falcon dashboards are in Grafana."]
+        assert metadata[broken] == "note: DB_PASSWORD=<redacted-password> {"
+        clean = ids["The falcon API is versioned by date."]
+        assert (metadata[clean], labels[clean]) == (originals["metadata_json"][clean], "mcp")
