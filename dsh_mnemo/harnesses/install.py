@@ -16,7 +16,10 @@ others becomes an empty group, so the others keep their position, and the
 records of Codex's `config.toml` that trusted mnemo's entries go with them),
 and a file that mnemo created and that holds nothing else afterwards is
 removed (`harnesses.created`, shared with `mcp uninstall`).
-An entry is mnemo's when its command runs `mnemo-hook.sh` or `mnemo hook`.
+An entry is mnemo's when its command is one install writes (`command_for`):
+the wrapper's absolute path, an event and a harness, quoted as `shlex.quote`
+quotes them; a command that only mentions the wrapper or `mnemo hook` is the
+user's, and neither install nor uninstall ever touches it.
 The user-level config directory follows each harness's own variable
 (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`, `QWEN_HOME`).
 """
@@ -36,14 +39,12 @@ from .. import paths
 from ..errors import DataError, MnemoError, RefusedError, usage_error
 from ..record import field, record
 from . import created, jsonc
-from .registry import HARNESSES, NAMES, Harness
+from .registry import EVENTS, HARNESSES, NAMES, Harness
 
 WRAPPER_NAME = "mnemo-hook.sh"
 HOOK_TIMEOUT_SECONDS = 10  # above the wrapper's own kill limit (8 s + 1 s grace)
 WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@",
                         "@MNEMO_PYTHON@", "@MNEMO_CLIENT@", "@MNEMO_HOME@")
-
-_OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
 
 
 # ─── Results ───────────────────────────────────────────────────────────────
@@ -274,7 +275,21 @@ def _read_config(path: Path, spec: Harness) -> dict[str, Any] | None:
 
 def is_ours(entry: object) -> bool:
     return isinstance(entry, dict) and isinstance(entry.get("command"), str) \
-        and bool(_OURS.search(entry["command"]))
+        and is_our_command(entry["command"])
+
+
+def is_our_command(command: str) -> bool:
+    """`command` is exactly one that install writes, for any data dir, event and harness
+    (not `logger 'mnemo hook finished'`, nor `~/old-mnemo-hook.sh.disabled --audit`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) != 3 or words[1] not in EVENTS or words[2] not in HARNESSES:
+        return False
+    wrapper = Path(words[0])
+    return wrapper.name == WRAPPER_NAME and wrapper.is_absolute() \
+        and command == command_for(wrapper, words[2], words[1])
 
 
 @record(frozen=True)

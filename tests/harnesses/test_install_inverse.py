@@ -1,0 +1,100 @@
+"""`hooks uninstall` gives back the file as it was before `hooks install`.
+
+What is the user's stays byte for byte: hooks that only mention mnemo, the
+containers (`"hooks": {}`, `"Stop": []`) they wrote, a symlink they made; a
+file mnemo cannot edit without doubt is refused with exit 9, untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo.harnesses import install as core
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def settings(harness: str) -> Path:
+    folder = {"claude-code": ".claude", "gemini": ".gemini", "qwen": ".qwen",
+              "codex": ".codex", "cursor": ".cursor"}[harness]
+    name = "settings.json" if harness in ("claude-code", "gemini", "qwen") else "hooks.json"
+    return home() / folder / name
+
+
+def put(harness: str, text: str) -> Path:
+    path = settings(harness)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# ─── Only the commands install writes are mnemo's ──────────────────────────
+
+MENTIONS = """{
+  "hooks": {
+    "Stop": [ {"hooks": [{"type": "command", "command": "logger 'mnemo hook finished'"}]} ],
+    "UserPromptSubmit": [ {"hooks": [{"type": "command",
+      "command": "/home/me/tools/old-mnemo-hook.sh.disabled --audit"}]} ]
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("command", [
+    "logger 'mnemo hook finished'",
+    "/home/me/tools/old-mnemo-hook.sh.disabled --audit",
+    "echo run mnemo hook later",
+    "mnemo hook prompt --harness claude-code",
+    "/d/hooks/mnemo-hook.sh prompt claude-code --audit",
+    "/d/hooks/mnemo-hook.sh prompt claude-code; rm -rf /tmp/x",
+    "/d/hooks/mnemo-hook.sh.bak prompt claude-code",
+    "hooks/mnemo-hook.sh prompt claude-code",
+    "/d/hooks/mnemo-hook.sh lint claude-code",
+    "/d/hooks/mnemo-hook.sh prompt vim",
+    "sh /d/hooks/mnemo-hook.sh prompt claude-code",
+    "'/d/hooks/mnemo-hook.sh' prompt claude-code",  # quoted as shlex.quote never does
+    "/d/hooks/mnemo-hook.sh 'prompt unclosed",
+])
+def test_a_command_that_only_mentions_mnemo_is_not_ours(command: str) -> None:
+    assert not core.is_ours({"type": "command", "command": command})
+
+
+@pytest.mark.parametrize("wrapper", ["/d/hooks/mnemo-hook.sh",
+                                     "/home/me/My Data/hooks/mnemo-hook.sh",
+                                     "/home/o'brien/.local/share/mnemo/hooks/mnemo-hook.sh"])
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "cursor", "qwen"])
+def test_every_command_install_writes_is_ours(wrapper: str, harness: str) -> None:
+    spec = core.spec_for(harness)
+    for kind in spec.installed_events:
+        assert core.is_ours(core.desired_entry(spec, Path(wrapper), kind))
+
+
+def test_install_and_uninstall_leave_hooks_that_mention_mnemo_alone(data_dir: Path) -> None:
+    path = put("claude-code", MENTIONS)
+    result = core.install("claude-code")
+    assert result.action == "installed"
+    after = json.loads(path.read_text())["hooks"]
+    assert after["Stop"][0]["hooks"][0]["command"] == "logger 'mnemo hook finished'"
+    assert after["UserPromptSubmit"][0]["hooks"][0]["command"] == \
+        "/home/me/tools/old-mnemo-hook.sh.disabled --audit"
+    assert [len(after[e]) for e in ("Stop", "UserPromptSubmit")] == [2, 2]
+    assert core.uninstall("claude-code").action == "removed"
+    assert path.read_text() == MENTIONS
+
+
+def test_gemini_keeps_an_echo_that_names_mnemo_hook(data_dir: Path) -> None:
+    text = ('{\n  // mine\n  "hooks": {"AfterAgent": [{"hooks": [{"type": "command", '
+            '"command": "echo run mnemo hook later"}]}]}\n}\n')
+    path = put("gemini", text)
+    assert core.uninstall("gemini").action == "absent"
+    assert not core.harness_status("gemini").installed
+    core.install("gemini")
+    assert "echo run mnemo hook later" in path.read_text()
+    core.uninstall("gemini")
+    assert path.read_text() == text
