@@ -16,6 +16,10 @@ The record also keeps the empty members mnemo found and filled (an
 uninstall leaves them as they were instead of taking the key away with its
 entry, as it does when mnemo added the key itself.
 
+A config file that is a symlink is written through the link, so what mnemo
+creates there is the file it points at: that file is recorded and removed,
+and the link, the user's, stays as it was (pointing at nothing again).
+
 It lives in `<data dir>/hooks/created.json`.
 """
 
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..fsutil import written_file
 
 RECORD = "created.json"  # in <data dir>/hooks/
 
@@ -60,9 +65,10 @@ def _save(base: Path | None, record: dict[str, Any]) -> None:
 
 
 def missing_parents(path: Path) -> list[Path]:
-    """The file's folders that do not exist yet, outermost first."""
+    """The file's folders that do not exist yet, outermost first (for a symlink, those
+    of the file it points at, which a write creates)."""
     missing = []
-    folder = path.parent
+    folder = written_file(path).parent
     while not folder.exists():
         missing.append(folder)
         folder = folder.parent
@@ -72,7 +78,7 @@ def missing_parents(path: Path) -> list[Path]:
 def make_parents(path: Path) -> list[Path]:
     """Create the file's missing folders; the ones made, outermost first."""
     missing = missing_parents(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    written_file(path).parent.mkdir(parents=True, exist_ok=True)
     return missing
 
 
@@ -81,10 +87,11 @@ def note_created(path: Path, folders: list[Path], base: Path | None = None, *,
     """mnemo has just created `path`, and `folders` for it (or, with `blank`, written
     over a file that held only that blank text)."""
     record = _load(base)
+    name = str(written_file(path))
     if blank is not None:
-        record["blank"][str(path)] = blank
+        record["blank"][name] = blank
     else:
-        record["files"] = sorted({*record["files"], str(path)})
+        record["files"] = sorted({*record["files"], name})
         record["dirs"] = sorted({*record["dirs"], *map(str, folders)})
     _save(base, record)
 
@@ -97,7 +104,8 @@ def undo(path: Path, base: Path | None = None) -> str | None:
     The caller has found nothing but mnemo's own entries in the file, and took them out.
     """
     record = _load(base)
-    name = str(path)
+    target = written_file(path)  # a symlink stays: what mnemo created is its target
+    name = str(target)
     if name in record["blank"]:
         from ..fsutil import replace_user_file
 
@@ -106,11 +114,11 @@ def undo(path: Path, base: Path | None = None) -> str | None:
         return "blank"
     if name not in record["files"]:
         return None
-    path.unlink(missing_ok=True)
+    target.unlink(missing_ok=True)
     record["files"].remove(name)
-    record["kept"] = [k for k in record["kept"] if k[0] != name]
+    record["kept"] = [k for k in record["kept"] if k[0] != str(path)]
     for folder in sorted(record["dirs"], key=len, reverse=True):
-        if Path(folder) in path.parents:
+        if Path(folder) in target.parents:
             try:
                 Path(folder).rmdir()  # only when empty
             except OSError:

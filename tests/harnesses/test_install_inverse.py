@@ -98,3 +98,39 @@ def test_gemini_keeps_an_echo_that_names_mnemo_hook(data_dir: Path) -> None:
     assert "echo run mnemo hook later" in path.read_text()
     core.uninstall("gemini")
     assert path.read_text() == text
+
+
+# ─── A symlink stays the user's ────────────────────────────────────────────
+
+@pytest.mark.parametrize("harness", ["claude-code", "gemini"])
+def test_a_dangling_symlink_stays_and_only_the_file_created_through_it_goes(
+        harness: str, tmp_path: Path, data_dir: Path) -> None:
+    """A dotfiles repository not populated yet: install creates the file the link
+    points at (and its folder); uninstall removes those, never the link."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / harness / "settings.json"
+    link = settings(harness)
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    assert core.install(harness).action == "installed"
+    assert link.is_symlink() and core.harness_status(harness).installed
+    assert "mnemo-hook.sh" in real.read_text()
+    result = core.uninstall(harness)
+    assert result.action == "removed" and result.removed_file
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert not real.exists() and not real.parent.exists() and dotfiles.is_dir()
+    assert core.uninstall(harness).action == "absent"
+
+
+def test_a_symlink_to_a_file_of_the_users_keeps_the_file(tmp_path: Path,
+                                                         data_dir: Path) -> None:
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text('{"model": "opus"}\n')
+    link = settings("claude-code")
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    core.install("claude-code")
+    assert not core.uninstall("claude-code").removed_file
+    assert link.is_symlink() and real.read_text() == '{"model": "opus"}\n'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 try:
@@ -169,7 +170,17 @@ def test_a_symlinked_config_stays_a_symlink_and_the_backup_is_private(
 
 
 
-# ─── Uninstall gives back what was there, byte for byte ───────────────────
+def test_a_dangling_symlink_stays_and_only_the_file_created_through_it_goes(
+        home: Path, tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "claude.json"
+    real.parent.mkdir()
+    link = default_path(home, "claude-code")
+    link.symlink_to(real)
+    assert mnemo("mcp", "install", "--client", "claude-code")["action"] == "installed"
+    assert link.is_symlink() and "mnemo" in json.loads(real.read_text())["mcpServers"]
+    assert mnemo("mcp", "uninstall", "--client", "claude-code")["action"] == "removed"
+    assert link.is_symlink() and os.readlink(link) == str(real) and not real.exists()
+
 
 # Each client's file as users have it before `mcp install` (None: no file at all).
 JSON_LAYOUTS = {
