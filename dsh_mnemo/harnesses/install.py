@@ -441,6 +441,8 @@ def fresh_document(harness: str, wrapper: Path) -> dict[str, Any]:
 def _without_ours(document: dict[str, Any], spec: Harness) -> Any:
     """The document with mnemo's entries (and what only they filled) taken out."""
     clone = json.loads(json.dumps(document))
+    if spec.config_style == "flat":
+        clone.pop("version", None)
     hooks = clone.get("hooks")
     if not isinstance(hooks, dict):
         return clone
@@ -460,8 +462,6 @@ def _without_ours(document: dict[str, Any], spec: Harness) -> Any:
             del hooks[name]
     if not hooks:
         del clone["hooks"]
-    if spec.config_style == "flat":
-        clone.pop("version", None)
     return clone
 
 

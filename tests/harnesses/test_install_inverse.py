@@ -134,3 +134,10 @@ def test_a_symlink_to_a_file_of_the_users_keeps_the_file(tmp_path: Path,
     core.install("claude-code")
     assert not core.uninstall("claude-code").removed_file
     assert link.is_symlink() and real.read_text() == '{"model": "opus"}\n'
+
+
+def test_cursor_installs_into_a_file_with_only_its_version(data_dir: Path) -> None:
+    """`{"version": 1}` without `hooks` was refused as an internal error."""
+    path = put("cursor", '{"version": 1}\n')
+    assert core.install("cursor").action == "installed"
+    assert core.harness_status("cursor").installed and json.loads(path.read_text())["version"] == 1
