@@ -14,8 +14,10 @@ event into the harness's config file, in place (`harnesses.jsonc`):
 Uninstall removes only mnemo's entries (for Codex, an entry followed by
 others becomes an empty group, so the others keep their position, and the
 records of Codex's `config.toml` that trusted mnemo's entries go with them),
-and a file that mnemo created and that holds nothing else afterwards is
-removed (`harnesses.created`, shared with `mcp uninstall`).
+and, left empty, the `hooks` object and event lists that install added (one
+the user had, even empty, stays: install notes them); a file that mnemo
+created and that holds nothing else afterwards is removed (`harnesses.created`,
+shared with `mcp uninstall`).
 An entry is mnemo's when its command is one install writes (`command_for`):
 the wrapper's absolute path, an event and a harness, quoted as `shlex.quote`
 quotes them; a command that only mentions the wrapper or `mnemo hook` is the
@@ -344,14 +346,37 @@ def _check_shape(document: dict[str, Any], path: Path) -> None:
             raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")
 
 
+def _found_members(document: dict[str, Any], spec: Harness) -> dict[str, str | None]:
+    """What install may add to or fill in the file (`hooks`, `hooks.EVENT` of mnemo's
+    events, Cursor's `version`), each mapped to what it holds, as JSON text, or None
+    when it is not there; a member that holds anything is left out.  Noted with
+    `created.note_kept`, so that uninstall takes away only the members mnemo added."""
+    hooks = document.get("hooks")
+    values: dict[str, Any] = {"hooks": hooks}
+    for kind in spec.installed_events:
+        name = spec.event_names[kind]
+        values[f"hooks.{name}"] = hooks.get(name) if isinstance(hooks, dict) else None
+    found = {k: None if v is None else json.dumps(v) for k, v in values.items()
+             if v in (None, {}, [])}
+    if spec.config_style == "flat":
+        found["version"] = json.dumps(document["version"]) if "version" in document else None
+    return found
+
+
+def _own_members(kept: dict[str, str]) -> dict[str, None]:
+    """The members of `created.kept` that are the hooks' (the MCP server's share the file)."""
+    return {k: None for k in kept if k in ("hooks", "version") or k.startswith("hooks.")}
+
+
 def _is_placeholder(group: object) -> bool:
     return isinstance(group, dict) and group.get("hooks") == [] and \
         set(group) <= {"hooks", "matcher"}
 
 
 def _remove(editor: jsonc.Editor, spec: Harness, located: Located, *,
-            keep_positions: bool = False) -> None:
-    """Remove one of mnemo's entries (its group too when nothing else is in it).
+            keep_positions: bool = False, kept: dict[str, str] | None = None) -> None:
+    """Remove one of mnemo's entries (its group too when nothing else is in it, and the
+    event's list and `hooks` when left empty, unless they are `kept`: the user's).
 
     With `keep_positions`, an entry that shares its group with later handlers is
     left alone: removing it would move them (and lose their Codex trust).
@@ -375,25 +400,27 @@ def _remove(editor: jsonc.Editor, spec: Harness, located: Located, *,
             while editor.value["hooks"][located.event] and \
                     _is_placeholder(editor.value["hooks"][located.event][-1]):
                 editor.delete((*event_path, len(editor.value["hooks"][located.event]) - 1))
-    if editor.value["hooks"][located.event] == []:
+    kept = kept or {}
+    if editor.value["hooks"][located.event] == [] and f"hooks.{located.event}" not in kept:
         editor.delete(event_path)
-    if editor.value["hooks"] == {}:
+    if editor.value["hooks"] == {} and "hooks" not in kept:
         editor.delete(("hooks",))
 
 
 def _remove_all(editor: jsonc.Editor, spec: Harness, chosen: list[Located], *,
-                keep_positions: bool = False) -> None:
+                keep_positions: bool = False, kept: dict[str, str] | None = None) -> None:
     """Remove `chosen`, last first, so earlier positions stay valid meanwhile."""
     for located in sorted(chosen, key=lambda x: (x.event, x.group, x.handler or 0),
                           reverse=True):
-        _remove(editor, spec, located, keep_positions=keep_positions)
+        _remove(editor, spec, located, keep_positions=keep_positions, kept=kept)
 
 
 def _new_group(spec: Harness, entry: dict[str, Any]) -> Any:
     return entry if spec.config_style == "flat" else {"hooks": [entry]}
 
 
-def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Path) -> None:
+def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Path,
+                   kept: dict[str, str] | None = None) -> None:
     _check_shape(editor.value, path)
     wanted = {spec.event_names[kind]: kind for kind in spec.installed_events}
     ours = find_ours(editor.value)
@@ -412,7 +439,7 @@ def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Pat
         else:
             editor.replace(located.path(), desired)
     # 2. Drop duplicates and entries under events mnemo does not install.
-    _remove_all(editor, spec, extra, keep_positions=spec.positional_trust)
+    _remove_all(editor, spec, extra, keep_positions=spec.positional_trust, kept=kept)
     # 3. Append what is missing, at the end of its event: nothing moves.
     for kind in spec.installed_events:
         name = spec.event_names[kind]
@@ -533,7 +560,8 @@ def install(harness: str, project: Path | None = None, *,
     editor, original = _open(path, spec)
     before = json.loads(json.dumps(editor.value))
     had_ours = bool(find_ours(before))
-    _apply_install(editor, spec, wrapper, path)
+    found = _found_members(before, spec)
+    _apply_install(editor, spec, wrapper, path, created.kept(path, base))
     _verify(before, editor.value, spec, path)
     commands = {k: command_for(wrapper, harness, k) for k in spec.installed_events}
     result = InstallResult(harness=harness, action="unchanged", config_path=str(path),
@@ -548,6 +576,7 @@ def install(harness: str, project: Path | None = None, *,
         _write_text(path, text)
         if original is None or not original.strip():
             created.note_created(path, made, base, blank=original)
+        created.note_kept(path, found, base)
         result.action = "updated" if had_ours else "installed"
     changed = result.action != "unchanged"
     if spec.positional_trust:
@@ -582,9 +611,10 @@ def uninstall(harness: str, project: Path | None = None, *,
         return InstallResult(harness=harness, action="absent", config_path=str(path),
                              backup_path=None, wrapper_path=None, config_dir_env=variable)
     _check_shape(before, path)
-    _remove_all(editor, spec, ours)
+    kept = created.kept(path, base)
+    _remove_all(editor, spec, ours, kept=kept)
     if spec.config_style == "flat" and set(editor.value) == {"version"} \
-            and editor.value["version"] == 1:
+            and editor.value["version"] == 1 and "version" not in kept:
         editor.delete(("version",))
     _verify(before, editor.value, spec, path, moved_ok=True)
     untrust: tuple[Path, list[str], str] | None = None
@@ -599,6 +629,7 @@ def uninstall(harness: str, project: Path | None = None, *,
                            backup_path=str(_backup(path, harness, base)), wrapper_path=None,
                            config_dir_env=variable)
     result.removed_file = _write_or_remove(path, editor.text, editor.value == {}, base)
+    created.note_kept(path, _own_members(kept), base)  # mnemo's entries are gone: forget
     if untrust is not None:
         config, result.untrusted, text = untrust
         _backup(config, harness, base)

@@ -141,3 +141,85 @@ def test_cursor_installs_into_a_file_with_only_its_version(data_dir: Path) -> No
     path = put("cursor", '{"version": 1}\n')
     assert core.install("cursor").action == "installed"
     assert core.harness_status("cursor").installed and json.loads(path.read_text())["version"] == 1
+
+
+# ─── Containers the user wrote stay; those install added go ────────────────
+
+CONTAINERS = [
+    ("claude-code", '{"hooks": {}}'),
+    ("claude-code", '{"hooks": {"Stop": []}}'),
+    ("claude-code", '{\n  "model": "opus",\n  "hooks": {\n    "Stop": [],\n    "PreToolUse": '
+                    '[{"hooks": [{"type": "command", "command": "guard.sh"}]}]\n  }\n}\n'),
+    ("codex", '{"hooks": {"SessionStart": [], "Stop": []}}\n'),
+    ("gemini", '{\n  "hooks": {\n    // nothing yet\n  }\n}'),
+    ("gemini", '{"a": 1, /* } ] , */ "hooks": {"AfterAgent": [ /* [ */ ]}}'),
+    ("qwen", '{\n  "hooks": {\n    "Stop": [\n      /* later */\n    ]\n  }\n}\n'),
+    ("cursor", '{"version": 1}\n'),
+    ("cursor", '{\n  "version": 1,\n  "hooks": {}\n}\n'),
+]
+
+
+@pytest.mark.parametrize(("harness", "text"), CONTAINERS)
+def test_uninstall_keeps_the_containers_the_user_wrote(harness: str, text: str,
+                                                       data_dir: Path) -> None:
+    path = put(harness, text)
+    core.install(harness)
+    assert core.harness_status(harness).installed
+    core.install(harness)  # an install with nothing to change keeps what was noted
+    assert core.uninstall(harness).action == "removed"
+    assert path.read_text() == text
+
+
+def test_a_reinstall_that_updates_mnemos_entries_keeps_what_was_noted(data_dir: Path) -> None:
+    text = '{"hooks": {"Stop": []}}'
+    path = put("claude-code", text)
+    core.install("claude-code")
+    # mnemo's entries as another data dir wrote them: the next install updates them
+    path.write_text(path.read_text().replace(str(data_dir), "/elsewhere"))
+    assert core.install("claude-code").action == "updated"
+    core.uninstall("claude-code")
+    assert path.read_text() == text
+
+
+def test_what_install_added_goes_and_what_the_user_had_stays(data_dir: Path) -> None:
+    text = '{\n  "hooks": {\n    "Stop": []\n  }\n}\n'
+    path = put("claude-code", text)
+    core.install("claude-code")
+    # a container the user added after the install, in which mnemo has nothing, stays
+    path.write_text(path.read_text().replace('"hooks": {', '"hooks": {\n    "Notification": [],'))
+    core.uninstall("claude-code")
+    assert json.loads(path.read_text()) == {"hooks": {"Notification": [], "Stop": []}}
+    assert core.install("claude-code").action == "installed"
+
+
+@pytest.mark.parametrize("first", ["hooks", "mcp"])
+def test_hooks_and_mcp_keep_their_containers_in_a_shared_file(first: str,
+                                                              data_dir: Path) -> None:
+    from dsh_mnemo.mcp import clients
+
+    text = '{\n  "mcpServers": {},\n  "hooks": {}\n}\n'
+    path = put("gemini", text)
+    core.install("gemini")
+    clients.install("gemini")
+    if first == "hooks":
+        core.uninstall("gemini")
+        clients.uninstall("gemini")
+    else:
+        clients.uninstall("gemini")
+        core.uninstall("gemini")
+    assert path.read_text() == text
+
+
+def test_a_record_written_before_members_kept_what_they_held(data_dir: Path) -> None:
+    """A `created.json` of the earlier format, [file, member]: the member held `{}`."""
+    from dsh_mnemo.harnesses import created
+
+    path = put("cursor", '{"mcpServers": {}}')
+    created.record_path().parent.mkdir(parents=True)
+    created.record_path().write_text(json.dumps(
+        {"files": [], "dirs": [], "kept": [[str(path), "mcpServers"]]}))
+    assert created.kept(path) == {"mcpServers": "{}"}
+    created.note_kept(path, {"hooks": "{}"})
+    assert created.kept(path) == {"mcpServers": "{}", "hooks": "{}"}
+    created.note_kept(path, {"mcpServers": None})
+    assert created.kept(path) == {"hooks": "{}"}

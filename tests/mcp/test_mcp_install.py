@@ -194,6 +194,7 @@ JSON_LAYOUTS = {
         {"numStartups": 12, "tipsHistory": {"new-user-warmup": 1}, "autoUpdates": False},
         indent=2) + "\n",
     "an empty mcpServers (as Cursor writes it)": '{\n  "mcpServers": {}\n}\n',
+    "a null mcpServers": '{\n  "mcpServers": null,\n  "theme": "dark"\n}\n',
     "CRLF line ends": ('{\r\n    "mcpServers": {\r\n        "docs": {"command": "d"}\r\n'
                        '    }\r\n}\r\n'),
     "an empty file": "",
