@@ -339,8 +339,11 @@ def _find_ours(document: dict[str, Any], spec: Harness | None = None) -> dict[st
 
 def _check_shape(document: dict[str, Any], path: Path) -> None:
     hooks = document.get("hooks")
-    if hooks is not None and not isinstance(hooks, dict):
-        raise DataError(f"{path}: `hooks` is not an object; it was left untouched")
+    if "hooks" in document and not isinstance(hooks, dict):  # `null` too
+        raise DataError(f"{path}: `hooks` is not an object (it is {json.dumps(hooks)[:40]}); "
+                        "it was left untouched",
+                        hint="Make it an object of hooks (`{}` for none) or remove it, then "
+                             "run this again.")
     for name, groups in (hooks or {}).items():
         if not isinstance(groups, list):
             raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")

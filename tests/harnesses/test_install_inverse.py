@@ -12,8 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from dsh_mnemo.cli import app
+from dsh_mnemo.errors import ExitCode
 from dsh_mnemo.harnesses import install as core
+
+runner = CliRunner()
 
 
 def home() -> Path:
@@ -223,3 +228,22 @@ def test_a_record_written_before_members_kept_what_they_held(data_dir: Path) -> 
     assert created.kept(path) == {"mcpServers": "{}", "hooks": "{}"}
     created.note_kept(path, {"mcpServers": None})
     assert created.kept(path) == {"hooks": "{}"}
+
+
+# ─── What mnemo cannot edit without doubt: exit 9, untouched ───────────────
+
+def hooks_cli(action: str, harness: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["hooks", action, "--harness", harness])
+    return result.exit_code, result.stderr
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "gemini", "cursor"])
+def test_a_null_hooks_is_a_data_error_and_the_file_is_untouched(harness: str,
+                                                                 data_dir: Path) -> None:
+    text = '{"model": "opus", "hooks": null}\n'
+    path = put(harness, text)
+    code, stderr = hooks_cli("install", harness)
+    assert code == ExitCode.DATA == 9
+    assert "`hooks` is not an object (it is null)" in stderr and "internal error" not in stderr
+    assert hooks_cli("uninstall", harness)[0] == 0  # nothing of mnemo's there
+    assert path.read_text() == text
