@@ -349,6 +349,37 @@ def _check_shape(document: dict[str, Any], path: Path) -> None:
             raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")
 
 
+def _check_unique(editor: jsonc.Editor, spec: Harness, path: Path, events: set[str]) -> None:
+    """Refuse a file that has twice a key mnemo edits under (`hooks`, one of `events`, a
+    group's `hooks`; Cursor's `version`): the harness reads the last one only, and
+    taking mnemo's entries out of it could bring the other one back."""
+    def twice(node: jsonc.Node | None, key: str) -> bool:
+        return node is not None and node.kind == "object" and node.keys.count(key) > 1
+
+    def member(node: jsonc.Node | None, key: str) -> jsonc.Node | None:
+        if node is None or node.kind != "object":
+            return None
+        index = node.index_of(key)
+        return None if index is None else node.children[index]
+
+    root = editor.root
+    keys = ("hooks", "version") if spec.config_style == "flat" else ("hooks",)
+    doubled = [key for key in keys if twice(root, key)]
+    hooks = member(root, "hooks")
+    for event in sorted(events):
+        groups = member(hooks, event)
+        if twice(hooks, event):
+            doubled.append(f"hooks.{event}")
+        elif groups is not None and groups.kind == "array":
+            doubled += [f"hooks.{event}[{i}].hooks" for i, group in enumerate(groups.children)
+                        if twice(group, "hooks")]
+    if doubled:
+        listed = ", ".join(f"`{key}`" for key in doubled)
+        raise DataError(f"{path} has {listed} twice (the harness reads only the last one); "
+                        "it was left untouched",
+                        hint="Merge the two into one, then run this again.")
+
+
 def _found_members(document: dict[str, Any], spec: Harness) -> dict[str, str | None]:
     """What install may add to or fill in the file (`hooks`, `hooks.EVENT` of mnemo's
     events, Cursor's `version`), each mapped to what it holds, as JSON text, or None
@@ -563,6 +594,8 @@ def install(harness: str, project: Path | None = None, *,
     editor, original = _open(path, spec)
     before = json.loads(json.dumps(editor.value))
     had_ours = bool(find_ours(before))
+    _check_unique(editor, spec, path, {spec.event_names[k] for k in spec.installed_events}
+                  | {located.event for located in find_ours(before)})
     found = _found_members(before, spec)
     _apply_install(editor, spec, wrapper, path, created.kept(path, base))
     _verify(before, editor.value, spec, path)
@@ -614,6 +647,7 @@ def uninstall(harness: str, project: Path | None = None, *,
         return InstallResult(harness=harness, action="absent", config_path=str(path),
                              backup_path=None, wrapper_path=None, config_dir_env=variable)
     _check_shape(before, path)
+    _check_unique(editor, spec, path, {located.event for located in ours})
     kept = created.kept(path, base)
     _remove_all(editor, spec, ours, kept=kept)
     if spec.config_style == "flat" and set(editor.value) == {"version"} \

@@ -247,3 +247,47 @@ def test_a_null_hooks_is_a_data_error_and_the_file_is_untouched(harness: str,
     assert "`hooks` is not an object (it is null)" in stderr and "internal error" not in stderr
     assert hooks_cli("uninstall", harness)[0] == 0  # nothing of mnemo's there
     assert path.read_text() == text
+
+
+DOUBLED = {
+    "hooks": '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}, '
+             '"hooks": {"Stop": []}}',
+    "hooks.Stop": '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}], '
+                  '"Stop": []}}',
+    "hooks.Stop[0].hooks": '{"hooks": {"Stop": [{"hooks": [{"type": "command", '
+                           '"command": "x"}], "hooks": []}]}}',
+}
+
+
+@pytest.mark.parametrize("where", sorted(DOUBLED))
+def test_install_refuses_a_key_it_edits_under_written_twice(where: str,
+                                                             data_dir: Path) -> None:
+    path = put("claude-code", DOUBLED[where])
+    code, stderr = hooks_cli("install", "claude-code")
+    assert code == 9 and f"has `{where}` twice" in stderr and "internal error" not in stderr
+    assert path.read_text() == DOUBLED[where]
+
+
+def test_a_key_written_twice_elsewhere_is_no_concern_of_installs(data_dir: Path) -> None:
+    text = ('{"model": "a", "model": "b", "hooks": {"PreToolUse": [], "PreToolUse": []}}')
+    path = put("claude-code", text)
+    assert hooks_cli("install", "claude-code")[0] == 0
+    assert hooks_cli("uninstall", "claude-code")[0] == 0
+    assert path.read_text() == text
+
+
+def test_uninstall_refuses_clearly_once_hooks_is_written_twice(data_dir: Path) -> None:
+    """The key doubled after the install: uninstall refuses with exit 9 (not an internal
+    error to report), and succeeds once the two are merged."""
+    path = put("claude-code", '{"model": "opus"}')
+    core.install("claude-code")
+    installed = path.read_text()
+    doubled = ('{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]},'
+               + installed.removeprefix("{"))
+    path.write_text(doubled)
+    code, stderr = hooks_cli("uninstall", "claude-code")
+    assert code == 9 and "has `hooks` twice" in stderr and "internal error" not in stderr
+    assert path.read_text() == doubled
+    path.write_text(installed)
+    assert hooks_cli("uninstall", "claude-code")[0] == 0
+    assert path.read_text() == '{"model": "opus"}'
