@@ -27,7 +27,8 @@ mnemo's own tables are appended or cut, `harnesses.tomltext`), so every other
 byte stays as it was: uninstall after install gives back the very same file.
 The result is parsed again and compared with the original: anything but
 exactly "the same document, mnemo's entry added or removed" is refused
-before the file is written.  A file install had to create is noted
+before the file is written; so is a JSON file with `mcpServers`, or mnemo's
+server in it, written twice.  A file install had to create is noted
 (`harnesses.created`) and removed again by uninstall when nothing else came
 into it, with the folders made for it.
 """
@@ -225,6 +226,24 @@ def _parse_json(path: Path, text: str | None, comments: bool) -> dict[str, Any] 
     return document
 
 
+def _check_unique(path: Path, text: str | None, comments: bool) -> None:
+    """Refuse a file with `mcpServers`, or mnemo's server in it, written twice: the client
+    reads the last one only, and taking mnemo's entry out could bring the other back."""
+    if text is None or not text.strip():
+        return
+    root = jsonc.parse(text, comments=comments)
+    doubled = ["mcpServers"] if root.keys.count("mcpServers") > 1 else []
+    index = root.index_of("mcpServers")
+    servers = None if index is None else root.children[index]
+    if servers is not None and servers.keys.count(SERVER_NAME) > 1:
+        doubled.append(f"mcpServers.{SERVER_NAME}")
+    if doubled:
+        listed = ", ".join(f"`{key}`" for key in doubled)
+        raise DataError(f"{path} has {listed} twice (the client reads only the last one); "
+                        "it was left untouched",
+                        hint="Merge the two into one, then run this again.")
+
+
 def _servers(document: dict[str, Any], path: Path) -> dict[str, Any]:
     servers = document.get("mcpServers")
     if servers is None:
@@ -387,6 +406,8 @@ def install(client: str, *, base: Path | None = None) -> McpInstallResult:
     text, document, current = _load(client, path)
     if current is not None and not is_ours(current):
         raise _foreign(path, current)
+    if spec.format == "json":
+        _check_unique(path, text, spec.comments)
     if current == entry:
         # Nothing changed: nothing to restart or reload either.
         return McpInstallResult(client=client, action="unchanged", config_path=str(path),
@@ -422,6 +443,7 @@ def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
         new_text = _toml_edit(path, text, document, None)
         empty = not new_text.strip()
     else:
+        _check_unique(path, text, spec.comments)
         held = created.kept(path, base).get("mcpServers")
         new_text, after = _json_uninstall(path, text, document, held=held,
                                           comments=spec.comments)
