@@ -128,6 +128,15 @@ def test_a_dangling_symlink_stays_and_only_the_file_created_through_it_goes(
     assert core.uninstall(harness).action == "absent"
 
 
+def test_uninstall_says_the_link_stays(tmp_path: Path, data_dir: Path) -> None:
+    link = settings("claude-code")
+    link.parent.mkdir(parents=True)
+    link.symlink_to(tmp_path / "settings.json")
+    core.install("claude-code")
+    result = runner.invoke(app, ["hooks", "uninstall", "--harness", "claude-code"])
+    assert result.exit_code == 0 and "removed it (the link stays)" in result.stdout
+
+
 def test_a_symlink_to_a_file_of_the_users_keeps_the_file(tmp_path: Path,
                                                          data_dir: Path) -> None:
     real = tmp_path / "dotfiles" / "settings.json"
