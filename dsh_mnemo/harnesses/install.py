@@ -398,7 +398,7 @@ def _found_members(document: dict[str, Any], spec: Harness) -> dict[str, str | N
 
 
 def _own_members(kept: dict[str, str]) -> dict[str, None]:
-    """The members of `created.kept` that are the hooks' (the MCP server's share the file)."""
+    """The hooks' members among `created.kept` (`mcpServers` may share the file)."""
     return {k: None for k in kept if k in ("hooks", "version") or k.startswith("hooks.")}
 
 
