@@ -184,10 +184,16 @@ def backup_copy(path: Path, folder: Path, label: str) -> Path:
     return target
 
 
+def written_file(path: Path) -> Path:
+    """The file that `replace_user_file(path, …)` writes: a symlink's target (even one
+    that does not exist yet), else `path` itself."""
+    return path.resolve() if path.is_symlink() else path
+
+
 def replace_user_file(path: Path, text: str, *, new_mode: int = 0o644) -> None:
     """Replace the text of a user's file atomically, keeping its mode (`new_mode` for
     a new file); a symlink stays a symlink: the file it points at is replaced."""
-    target = path.resolve() if path.is_symlink() else path
+    target = written_file(path)
     try:
         mode = target.stat().st_mode & 0o777
     except FileNotFoundError:

@@ -209,6 +209,17 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
+def removed_file_line(config_path: str) -> str:
+    """What `hooks uninstall` and `mcp uninstall` say when they removed the file mnemo
+    had created: through a symlink, that is the file it points at (the link stays)."""
+    from pathlib import Path
+
+    if Path(config_path).is_symlink():
+        return ("  mnemo had created the file this link points at and nothing else was in "
+                "it: removed it (the link stays)")
+    return "  mnemo had created that file and nothing else was in it: removed it"
+
+
 def table(*columns: str, **options: Any) -> Any:
     """A borderless rich table that folds long cells rather than cutting them."""
     from rich.table import Table

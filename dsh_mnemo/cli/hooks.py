@@ -110,7 +110,9 @@ def _uninstalled(result: Any) -> None:
         out.print(f"Removed mnemo's hooks for {result.harness} from "
                   f"{escape(result.config_path or '')}")
         if result.removed_file:
-            out.print("  mnemo had created that file and nothing else was in it: removed it")
+            from .common import removed_file_line
+
+            out.print(removed_file_line(result.config_path or ''))
         out.print(f"  backup of the previous file: {escape(result.backup_path or '')}")
         if result.untrusted:
             out.print(f"  removed the {len(result.untrusted)} records of Codex's config.toml "

@@ -94,7 +94,9 @@ def _uninstalled(result: Any) -> None:
         out.print(f"Removed mnemo's MCP server for {result.client} from "
                   f"{escape(result.config_path)}")
         if result.removed_file:
-            out.print("  mnemo had created that file and nothing else was in it: removed it")
+            from .common import removed_file_line
+
+            out.print(removed_file_line(result.config_path))
         out.print(f"  backup of the previous file: {escape(result.backup_path or '')}")
     else:
         out.print(f"No mnemo MCP server for {result.client} in {escape(result.config_path)}; "

@@ -11,10 +11,16 @@ text, and gets that text back.  One record serves both commands,
 since they share files (Gemini's and Qwen's `settings.json`, Codex's
 `config.toml`): whichever uninstall empties the file last removes it.
 
-The record also keeps the empty members mnemo found and filled (an
-`"mcpServers": {}` that was there before mnemo put its server in it), so that
-uninstall leaves them as they were instead of taking the key away with its
-entry, as it does when mnemo added the key itself.
+The record also keeps the members mnemo found empty and filled (an
+`"mcpServers": {}` or `null`, a `"hooks": {}`, a `"Stop": []` that was there
+before mnemo put its entry in it), and the ones it relied on (Cursor's
+`"version": 1`), with what they held, so that uninstall gives them back as
+they were instead of taking the key away with mnemo's entries, as it does when
+mnemo added the key itself.
+
+A config file that is a symlink is written through the link, so what mnemo
+creates there is the file it points at: that file is recorded and removed,
+and the link, the user's, stays as it was (pointing at nothing again).
 
 It lives in `<data dir>/hooks/created.json`.
 """
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..fsutil import written_file
 
 RECORD = "created.json"  # in <data dir>/hooks/
 
@@ -46,9 +53,10 @@ def _load(base: Path | None) -> dict[str, Any]:
     blank = raw.get("blank")
     record["blank"] = {str(k): v for k, v in blank.items() if isinstance(v, str)
                        and not v.strip()} if isinstance(blank, dict) else {}
-    record["kept"] = [[str(a), str(b)] for a, b in
-                      (p for p in raw.get("kept", []) if isinstance(p, list) and len(p) == 2)
-                      if isinstance(a, str) and isinstance(b, str)]
+    # [file, member, what it held as JSON text]; an older [file, member]: it held {}.
+    record["kept"] = [[p[0], p[1], p[2] if len(p) == 3 else "{}"]
+                      for p in raw.get("kept", []) if isinstance(p, list)
+                      and len(p) in (2, 3) and all(isinstance(v, str) for v in p)]
     return record
 
 
@@ -60,9 +68,10 @@ def _save(base: Path | None, record: dict[str, Any]) -> None:
 
 
 def missing_parents(path: Path) -> list[Path]:
-    """The file's folders that do not exist yet, outermost first."""
+    """The file's folders that do not exist yet, outermost first (for a symlink, those
+    of the file it points at, which a write creates)."""
     missing = []
-    folder = path.parent
+    folder = written_file(path).parent
     while not folder.exists():
         missing.append(folder)
         folder = folder.parent
@@ -72,7 +81,7 @@ def missing_parents(path: Path) -> list[Path]:
 def make_parents(path: Path) -> list[Path]:
     """Create the file's missing folders; the ones made, outermost first."""
     missing = missing_parents(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    written_file(path).parent.mkdir(parents=True, exist_ok=True)
     return missing
 
 
@@ -81,10 +90,11 @@ def note_created(path: Path, folders: list[Path], base: Path | None = None, *,
     """mnemo has just created `path`, and `folders` for it (or, with `blank`, written
     over a file that held only that blank text)."""
     record = _load(base)
+    name = str(written_file(path))
     if blank is not None:
-        record["blank"][str(path)] = blank
+        record["blank"][name] = blank
     else:
-        record["files"] = sorted({*record["files"], str(path)})
+        record["files"] = sorted({*record["files"], name})
         record["dirs"] = sorted({*record["dirs"], *map(str, folders)})
     _save(base, record)
 
@@ -97,7 +107,8 @@ def undo(path: Path, base: Path | None = None) -> str | None:
     The caller has found nothing but mnemo's own entries in the file, and took them out.
     """
     record = _load(base)
-    name = str(path)
+    target = written_file(path)  # a symlink stays: what mnemo created is its target
+    name = str(target)
     if name in record["blank"]:
         from ..fsutil import replace_user_file
 
@@ -106,11 +117,11 @@ def undo(path: Path, base: Path | None = None) -> str | None:
         return "blank"
     if name not in record["files"]:
         return None
-    path.unlink(missing_ok=True)
+    target.unlink(missing_ok=True)
     record["files"].remove(name)
-    record["kept"] = [k for k in record["kept"] if k[0] != name]
+    record["kept"] = [k for k in record["kept"] if k[0] != str(path)]
     for folder in sorted(record["dirs"], key=len, reverse=True):
-        if Path(folder) in path.parents:
+        if Path(folder) in target.parents:
             try:
                 Path(folder).rmdir()  # only when empty
             except OSError:
@@ -120,20 +131,20 @@ def undo(path: Path, base: Path | None = None) -> str | None:
     return "removed"
 
 
-def kept(path: Path, key: str, base: Path | None = None) -> bool:
-    """Was the member `key` of `path` there, empty, before mnemo put an entry in it?"""
-    return [str(path), key] in _load(base)["kept"]
+def kept(path: Path, base: Path | None = None) -> dict[str, str]:
+    """The members of `path` that were there before mnemo put its entries in (member →
+    what it held, as JSON text: `{}`, `[]`, `null`, Cursor's `1`)."""
+    return {member: held for name, member, held in _load(base)["kept"] if name == str(path)}
 
 
-def note_kept(path: Path, key: str, found_empty: bool, base: Path | None = None) -> None:
-    """mnemo has put an entry into the member `key` of `path` (`found_empty`: that member
-    was there, empty, before), or taken the last one out (False: forget it)."""
+def note_kept(path: Path, members: dict[str, str | None], base: Path | None = None) -> None:
+    """mnemo has put its entries into these members of `path`, each mapped to what it
+    held before (as JSON text) or to None: mnemo added it, or has taken its entries out
+    again (forget it)."""
     record = _load(base)
-    pair = [str(path), key]
-    if found_empty == (pair in record["kept"]):
-        return
-    if found_empty:
-        record["kept"].append(pair)
-    else:
-        record["kept"].remove(pair)
-    _save(base, record)
+    old = record["kept"]
+    record["kept"] = [k for k in old if k[0] != str(path) or k[1] not in members]
+    record["kept"] += [[str(path), member, held] for member, held in members.items()
+                       if held is not None]
+    if record["kept"] != old:
+        _save(base, record)

@@ -14,9 +14,14 @@ event into the harness's config file, in place (`harnesses.jsonc`):
 Uninstall removes only mnemo's entries (for Codex, an entry followed by
 others becomes an empty group, so the others keep their position, and the
 records of Codex's `config.toml` that trusted mnemo's entries go with them),
-and a file that mnemo created and that holds nothing else afterwards is
-removed (`harnesses.created`, shared with `mcp uninstall`).
-An entry is mnemo's when its command runs `mnemo-hook.sh` or `mnemo hook`.
+and, left empty, the `hooks` object and event lists that install added (one
+the user had, even empty, stays: install notes them); a file that mnemo
+created and that holds nothing else afterwards is removed (`harnesses.created`,
+shared with `mcp uninstall`).
+An entry is mnemo's when its command is one install writes (`command_for`):
+the wrapper's absolute path, an event and a harness, quoted as `shlex.quote`
+quotes them; a command that only mentions the wrapper or `mnemo hook` is the
+user's, and neither install nor uninstall ever touches it.
 The user-level config directory follows each harness's own variable
 (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`, `QWEN_HOME`).
 """
@@ -36,14 +41,12 @@ from .. import paths
 from ..errors import DataError, MnemoError, RefusedError, usage_error
 from ..record import field, record
 from . import created, jsonc
-from .registry import HARNESSES, NAMES, Harness
+from .registry import EVENTS, HARNESSES, NAMES, Harness
 
 WRAPPER_NAME = "mnemo-hook.sh"
 HOOK_TIMEOUT_SECONDS = 10  # above the wrapper's own kill limit (8 s + 1 s grace)
 WRAPPER_PLACEHOLDERS = ("@MNEMO_BIN@", "@MNEMO_DATA_DIR@", "@MNEMO_CONFIG@",
                         "@MNEMO_PYTHON@", "@MNEMO_CLIENT@", "@MNEMO_HOME@")
-
-_OURS = re.compile(r"mnemo-hook\.sh|(?:^|[\s/'\"])mnemo['\"]?\s+hook\s")
 
 
 # ─── Results ───────────────────────────────────────────────────────────────
@@ -274,7 +277,21 @@ def _read_config(path: Path, spec: Harness) -> dict[str, Any] | None:
 
 def is_ours(entry: object) -> bool:
     return isinstance(entry, dict) and isinstance(entry.get("command"), str) \
-        and bool(_OURS.search(entry["command"]))
+        and is_our_command(entry["command"])
+
+
+def is_our_command(command: str) -> bool:
+    """`command` is exactly one that install writes, for any data dir, event and harness
+    (not `logger 'mnemo hook finished'`, nor `~/old-mnemo-hook.sh.disabled --audit`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) != 3 or words[1] not in EVENTS or words[2] not in HARNESSES:
+        return False
+    wrapper = Path(words[0])
+    return wrapper.name == WRAPPER_NAME and wrapper.is_absolute() \
+        and command == command_for(wrapper, words[2], words[1])
 
 
 @record(frozen=True)
@@ -322,11 +339,67 @@ def _find_ours(document: dict[str, Any], spec: Harness | None = None) -> dict[st
 
 def _check_shape(document: dict[str, Any], path: Path) -> None:
     hooks = document.get("hooks")
-    if hooks is not None and not isinstance(hooks, dict):
-        raise DataError(f"{path}: `hooks` is not an object; it was left untouched")
+    if "hooks" in document and not isinstance(hooks, dict):  # `null` too
+        raise DataError(f"{path}: `hooks` is not an object (it is {json.dumps(hooks)[:40]}); "
+                        "it was left untouched",
+                        hint="Make it an object of hooks (`{}` for none) or remove it, then "
+                             "run this again.")
     for name, groups in (hooks or {}).items():
         if not isinstance(groups, list):
             raise DataError(f"{path}: `hooks.{name}` is not a list; it was left untouched")
+
+
+def _check_unique(editor: jsonc.Editor, spec: Harness, path: Path, events: set[str]) -> None:
+    """Refuse a file that has twice a key mnemo edits under (`hooks`, one of `events`, a
+    group's `hooks`; Cursor's `version`): the harness reads the last one only, and
+    taking mnemo's entries out of it could bring the other one back."""
+    def twice(node: jsonc.Node | None, key: str) -> bool:
+        return node is not None and node.kind == "object" and node.keys.count(key) > 1
+
+    def member(node: jsonc.Node | None, key: str) -> jsonc.Node | None:
+        if node is None or node.kind != "object":
+            return None
+        index = node.index_of(key)
+        return None if index is None else node.children[index]
+
+    root = editor.root
+    keys = ("hooks", "version") if spec.config_style == "flat" else ("hooks",)
+    doubled = [key for key in keys if twice(root, key)]
+    hooks = member(root, "hooks")
+    for event in sorted(events):
+        groups = member(hooks, event)
+        if twice(hooks, event):
+            doubled.append(f"hooks.{event}")
+        elif groups is not None and groups.kind == "array":
+            doubled += [f"hooks.{event}[{i}].hooks" for i, group in enumerate(groups.children)
+                        if twice(group, "hooks")]
+    if doubled:
+        listed = ", ".join(f"`{key}`" for key in doubled)
+        raise DataError(f"{path} has {listed} twice (the harness reads only the last one); "
+                        "it was left untouched",
+                        hint="Merge the two into one, then run this again.")
+
+
+def _found_members(document: dict[str, Any], spec: Harness) -> dict[str, str | None]:
+    """What install may add to or fill in the file (`hooks`, `hooks.EVENT` of mnemo's
+    events, Cursor's `version`), each mapped to what it holds, as JSON text, or None
+    when it is not there; a member that holds anything is left out.  Noted with
+    `created.note_kept`, so that uninstall takes away only the members mnemo added."""
+    hooks = document.get("hooks")
+    values: dict[str, Any] = {"hooks": hooks}
+    for kind in spec.installed_events:
+        name = spec.event_names[kind]
+        values[f"hooks.{name}"] = hooks.get(name) if isinstance(hooks, dict) else None
+    found = {k: None if v is None else json.dumps(v) for k, v in values.items()
+             if v in (None, {}, [])}
+    if spec.config_style == "flat":
+        found["version"] = json.dumps(document["version"]) if "version" in document else None
+    return found
+
+
+def _own_members(kept: dict[str, str]) -> dict[str, None]:
+    """The hooks' members among `created.kept` (`mcpServers` may share the file)."""
+    return {k: None for k in kept if k in ("hooks", "version") or k.startswith("hooks.")}
 
 
 def _is_placeholder(group: object) -> bool:
@@ -335,8 +408,9 @@ def _is_placeholder(group: object) -> bool:
 
 
 def _remove(editor: jsonc.Editor, spec: Harness, located: Located, *,
-            keep_positions: bool = False) -> None:
-    """Remove one of mnemo's entries (its group too when nothing else is in it).
+            keep_positions: bool = False, kept: dict[str, str] | None = None) -> None:
+    """Remove one of mnemo's entries (its group too when nothing else is in it, and the
+    event's list and `hooks` when left empty, unless they are `kept`: the user's).
 
     With `keep_positions`, an entry that shares its group with later handlers is
     left alone: removing it would move them (and lose their Codex trust).
@@ -360,25 +434,27 @@ def _remove(editor: jsonc.Editor, spec: Harness, located: Located, *,
             while editor.value["hooks"][located.event] and \
                     _is_placeholder(editor.value["hooks"][located.event][-1]):
                 editor.delete((*event_path, len(editor.value["hooks"][located.event]) - 1))
-    if editor.value["hooks"][located.event] == []:
+    kept = kept or {}
+    if editor.value["hooks"][located.event] == [] and f"hooks.{located.event}" not in kept:
         editor.delete(event_path)
-    if editor.value["hooks"] == {}:
+    if editor.value["hooks"] == {} and "hooks" not in kept:
         editor.delete(("hooks",))
 
 
 def _remove_all(editor: jsonc.Editor, spec: Harness, chosen: list[Located], *,
-                keep_positions: bool = False) -> None:
+                keep_positions: bool = False, kept: dict[str, str] | None = None) -> None:
     """Remove `chosen`, last first, so earlier positions stay valid meanwhile."""
     for located in sorted(chosen, key=lambda x: (x.event, x.group, x.handler or 0),
                           reverse=True):
-        _remove(editor, spec, located, keep_positions=keep_positions)
+        _remove(editor, spec, located, keep_positions=keep_positions, kept=kept)
 
 
 def _new_group(spec: Harness, entry: dict[str, Any]) -> Any:
     return entry if spec.config_style == "flat" else {"hooks": [entry]}
 
 
-def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Path) -> None:
+def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Path,
+                   kept: dict[str, str] | None = None) -> None:
     _check_shape(editor.value, path)
     wanted = {spec.event_names[kind]: kind for kind in spec.installed_events}
     ours = find_ours(editor.value)
@@ -397,7 +473,7 @@ def _apply_install(editor: jsonc.Editor, spec: Harness, wrapper: Path, path: Pat
         else:
             editor.replace(located.path(), desired)
     # 2. Drop duplicates and entries under events mnemo does not install.
-    _remove_all(editor, spec, extra, keep_positions=spec.positional_trust)
+    _remove_all(editor, spec, extra, keep_positions=spec.positional_trust, kept=kept)
     # 3. Append what is missing, at the end of its event: nothing moves.
     for kind in spec.installed_events:
         name = spec.event_names[kind]
@@ -426,6 +502,8 @@ def fresh_document(harness: str, wrapper: Path) -> dict[str, Any]:
 def _without_ours(document: dict[str, Any], spec: Harness) -> Any:
     """The document with mnemo's entries (and what only they filled) taken out."""
     clone = json.loads(json.dumps(document))
+    if spec.config_style == "flat":
+        clone.pop("version", None)
     hooks = clone.get("hooks")
     if not isinstance(hooks, dict):
         return clone
@@ -445,8 +523,6 @@ def _without_ours(document: dict[str, Any], spec: Harness) -> Any:
             del hooks[name]
     if not hooks:
         del clone["hooks"]
-    if spec.config_style == "flat":
-        clone.pop("version", None)
     return clone
 
 
@@ -518,7 +594,10 @@ def install(harness: str, project: Path | None = None, *,
     editor, original = _open(path, spec)
     before = json.loads(json.dumps(editor.value))
     had_ours = bool(find_ours(before))
-    _apply_install(editor, spec, wrapper, path)
+    _check_unique(editor, spec, path, {spec.event_names[k] for k in spec.installed_events}
+                  | {located.event for located in find_ours(before)})
+    found = _found_members(before, spec)
+    _apply_install(editor, spec, wrapper, path, created.kept(path, base))
     _verify(before, editor.value, spec, path)
     commands = {k: command_for(wrapper, harness, k) for k in spec.installed_events}
     result = InstallResult(harness=harness, action="unchanged", config_path=str(path),
@@ -533,6 +612,7 @@ def install(harness: str, project: Path | None = None, *,
         _write_text(path, text)
         if original is None or not original.strip():
             created.note_created(path, made, base, blank=original)
+        created.note_kept(path, found, base)
         result.action = "updated" if had_ours else "installed"
     changed = result.action != "unchanged"
     if spec.positional_trust:
@@ -567,9 +647,11 @@ def uninstall(harness: str, project: Path | None = None, *,
         return InstallResult(harness=harness, action="absent", config_path=str(path),
                              backup_path=None, wrapper_path=None, config_dir_env=variable)
     _check_shape(before, path)
-    _remove_all(editor, spec, ours)
+    _check_unique(editor, spec, path, {located.event for located in ours})
+    kept = created.kept(path, base)
+    _remove_all(editor, spec, ours, kept=kept)
     if spec.config_style == "flat" and set(editor.value) == {"version"} \
-            and editor.value["version"] == 1:
+            and editor.value["version"] == 1 and "version" not in kept:
         editor.delete(("version",))
     _verify(before, editor.value, spec, path, moved_ok=True)
     untrust: tuple[Path, list[str], str] | None = None
@@ -584,6 +666,7 @@ def uninstall(harness: str, project: Path | None = None, *,
                            backup_path=str(_backup(path, harness, base)), wrapper_path=None,
                            config_dir_env=variable)
     result.removed_file = _write_or_remove(path, editor.text, editor.value == {}, base)
+    created.note_kept(path, _own_members(kept), base)  # mnemo's entries are gone: forget
     if untrust is not None:
         config, result.untrusted, text = untrust
         _backup(config, harness, base)

@@ -27,7 +27,8 @@ mnemo's own tables are appended or cut, `harnesses.tomltext`), so every other
 byte stays as it was: uninstall after install gives back the very same file.
 The result is parsed again and compared with the original: anything but
 exactly "the same document, mnemo's entry added or removed" is refused
-before the file is written.  A file install had to create is noted
+before the file is written; so is a JSON file with `mcpServers`, or mnemo's
+server in it, written twice.  A file install had to create is noted
 (`harnesses.created`) and removed again by uninstall when nothing else came
 into it, with the folders made for it.
 """
@@ -225,6 +226,24 @@ def _parse_json(path: Path, text: str | None, comments: bool) -> dict[str, Any] 
     return document
 
 
+def _check_unique(path: Path, text: str | None, comments: bool) -> None:
+    """Refuse a file with `mcpServers`, or mnemo's server in it, written twice: the client
+    reads the last one only, and taking mnemo's entry out could bring the other back."""
+    if text is None or not text.strip():
+        return
+    root = jsonc.parse(text, comments=comments)
+    doubled = ["mcpServers"] if root.keys.count("mcpServers") > 1 else []
+    index = root.index_of("mcpServers")
+    servers = None if index is None else root.children[index]
+    if servers is not None and servers.keys.count(SERVER_NAME) > 1:
+        doubled.append(f"mcpServers.{SERVER_NAME}")
+    if doubled:
+        listed = ", ".join(f"`{key}`" for key in doubled)
+        raise DataError(f"{path} has {listed} twice (the client reads only the last one); "
+                        "it was left untouched",
+                        hint="Merge the two into one, then run this again.")
+
+
 def _servers(document: dict[str, Any], path: Path) -> dict[str, Any]:
     servers = document.get("mcpServers")
     if servers is None:
@@ -247,13 +266,14 @@ def _checked(path: Path, editor: jsonc.Editor, expected: dict[str, Any]) -> str:
 
 
 def _json_install(path: Path, text: str | None, document: dict[str, Any] | None,
-                  entry: dict[str, Any], comments: bool) -> tuple[str, bool]:
+                  entry: dict[str, Any], comments: bool) -> tuple[str, str | None]:
     """The file's text with mnemo's server set to `entry`, edited in place (its
-    comments kept, where the client allows them), and whether `mcpServers` was there,
-    empty, before."""
+    comments kept, where the client allows them), and what `mcpServers` held before
+    when it was there but empty (`{}` or `null`, as JSON text)."""
     expected = copy.deepcopy(document) if document is not None else {}
     servers = expected.get("mcpServers")
-    found_empty = servers == {}
+    found = "{}" if servers == {} else "null" if "mcpServers" in expected \
+        and servers is None else None
     if not isinstance(servers, dict):
         servers = expected["mcpServers"] = {}
     servers[SERVER_NAME] = entry
@@ -269,20 +289,25 @@ def _json_install(path: Path, text: str | None, document: dict[str, Any] | None,
         editor.replace(("mcpServers",), {SERVER_NAME: entry})
     else:
         editor.append((), {SERVER_NAME: entry}, key="mcpServers")
-    return _checked(path, editor, expected), found_empty
+    return _checked(path, editor, expected), found
 
 
 def _json_uninstall(path: Path, text: str, document: dict[str, Any], *,
-                    keep_empty: bool, comments: bool) -> tuple[str, dict[str, Any]]:
-    """The file's text without mnemo's server (and without `mcpServers`, left empty,
-    unless it was there, empty, before mnemo came), and the document it holds."""
+                    held: str | None, comments: bool) -> tuple[str, dict[str, Any]]:
+    """The file's text without mnemo's server, and the document it holds. `mcpServers`,
+    left empty, goes, unless it was there before mnemo came: it then gets back what it
+    `held` (`{}` or `null`)."""
     expected = copy.deepcopy(document)
     del expected["mcpServers"][SERVER_NAME]
     editor = jsonc.Editor(text, comments=comments)
     editor.delete(("mcpServers", SERVER_NAME))
-    if not expected["mcpServers"] and not keep_empty:
-        del expected["mcpServers"]
-        editor.delete(("mcpServers",))
+    if not expected["mcpServers"]:
+        if held is None:
+            del expected["mcpServers"]
+            editor.delete(("mcpServers",))
+        else:
+            expected["mcpServers"] = json.loads(held)
+            editor.replace(("mcpServers",), expected["mcpServers"])
     return _checked(path, editor, expected), expected
 
 
@@ -381,22 +406,24 @@ def install(client: str, *, base: Path | None = None) -> McpInstallResult:
     text, document, current = _load(client, path)
     if current is not None and not is_ours(current):
         raise _foreign(path, current)
+    if spec.format == "json":
+        _check_unique(path, text, spec.comments)
     if current == entry:
         # Nothing changed: nothing to restart or reload either.
         return McpInstallResult(client=client, action="unchanged", config_path=str(path),
                                 backup_path=None, entry=entry)
-    found_empty = False
+    found: str | None = None
     if spec.format == "toml":
         new_text = _toml_edit(path, text or "", document or {}, entry)
     else:
-        new_text, found_empty = _json_install(path, text, document, entry, spec.comments)
+        new_text, found = _json_install(path, text, document, entry, spec.comments)
     backup = _backup(path, client, base) if text is not None else None
     made = created.make_parents(path) if text is None else []
     _write_text(path, new_text)
     if text is None or (spec.format == "json" and not text.strip()):
         created.note_created(path, made, base, blank=text)
     elif spec.format == "json" and current is None:
-        created.note_kept(path, "mcpServers", found_empty, base)
+        created.note_kept(path, {"mcpServers": found}, base)
     return McpInstallResult(client=client, action="updated" if current else "installed",
                             config_path=str(path),
                             backup_path=str(backup) if backup else None, entry=entry,
@@ -416,8 +443,9 @@ def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
         new_text = _toml_edit(path, text, document, None)
         empty = not new_text.strip()
     else:
-        keep = created.kept(path, "mcpServers", base)
-        new_text, after = _json_uninstall(path, text, document, keep_empty=keep,
+        _check_unique(path, text, spec.comments)
+        held = created.kept(path, base).get("mcpServers")
+        new_text, after = _json_uninstall(path, text, document, held=held,
                                           comments=spec.comments)
         empty = after == {}
     result = McpInstallResult(client=client, action="removed", config_path=str(path),
@@ -427,7 +455,7 @@ def uninstall(client: str, *, base: Path | None = None) -> McpInstallResult:
         _write_text(path, new_text)
     result.removed_file = undone == "removed"
     if spec.format == "json":
-        created.note_kept(path, "mcpServers", False, base)  # the entry is gone: forget
+        created.note_kept(path, {"mcpServers": None}, base)  # the entry is gone: forget
     return result
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 try:
@@ -139,6 +140,44 @@ def test_broken_files_and_foreign_mnemo_entries_are_left_untouched(client: str,
     assert path.read_text() == foreign
 
 
+OURS_TEXT = '{"command": "/x/bin/mnemo", "args": ["mcp"]}'
+
+
+@pytest.mark.parametrize(("where", "text"), [
+    ("mcpServers", '{"mcpServers": {"docs": {"command": "d"}}, "mcpServers": {}}'),
+    ("mcpServers.mnemo", '{"mcpServers": {"mnemo": {"command": "/opt/other/serve"}, '
+                         f'"mnemo": {OURS_TEXT}}}}}'),
+])
+def test_a_key_written_twice_is_refused_untouched(where: str, text: str, home: Path) -> None:
+    """The client reads the last one only: install would fill it, and uninstall would
+    bring the other back (an internal error) or delete it with mnemo's entry."""
+    path = default_path(home, "cursor")
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    result = mnemo("mcp", "install", "--client", "cursor")
+    assert result["exit_code"] == 9 and f"has `{where}` twice" in result["error"]
+    assert path.read_text() == text
+    result = mnemo("mcp", "uninstall", "--client", "cursor")  # absent, or refused
+    assert result["exit_code"] == (9 if "mnemo" in text else 0)
+    assert path.read_text() == text
+
+
+def test_uninstall_refuses_clearly_once_mcp_servers_is_written_twice(home: Path) -> None:
+    path = default_path(home, "cursor")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"theme": "dark"}')
+    mnemo("mcp", "install", "--client", "cursor")
+    installed = path.read_text()
+    doubled = '{"mcpServers": {"docs": {"command": "d"}}, ' + installed.removeprefix("{")
+    path.write_text(doubled)
+    result = mnemo("mcp", "uninstall", "--client", "cursor")
+    assert result["exit_code"] == 9 and "internal error" not in result["error"]
+    assert path.read_text() == doubled
+    path.write_text(installed)
+    assert mnemo("mcp", "uninstall", "--client", "cursor")["exit_code"] == 0
+    assert path.read_text() == '{"theme": "dark"}'
+
+
 def test_unknown_client_is_refused() -> None:
     result = mnemo("mcp", "install", "--client", "vim")
     assert result["kind"] == "error" and "claude-desktop" in result["error"]
@@ -169,7 +208,18 @@ def test_a_symlinked_config_stays_a_symlink_and_the_backup_is_private(
 
 
 
-# ─── Uninstall gives back what was there, byte for byte ───────────────────
+def test_a_dangling_symlink_stays_and_only_the_file_created_through_it_goes(
+        home: Path, tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "claude.json"
+    real.parent.mkdir()
+    link = default_path(home, "claude-code")
+    link.symlink_to(real)
+    assert mnemo("mcp", "install", "--client", "claude-code")["action"] == "installed"
+    assert link.is_symlink() and "mnemo" in json.loads(real.read_text())["mcpServers"]
+    removed = runner.invoke(app, ["mcp", "uninstall", "--client", "claude-code"])
+    assert removed.exit_code == 0 and "removed it (the link stays)" in removed.stdout
+    assert link.is_symlink() and os.readlink(link) == str(real) and not real.exists()
+
 
 # Each client's file as users have it before `mcp install` (None: no file at all).
 JSON_LAYOUTS = {
@@ -183,6 +233,7 @@ JSON_LAYOUTS = {
         {"numStartups": 12, "tipsHistory": {"new-user-warmup": 1}, "autoUpdates": False},
         indent=2) + "\n",
     "an empty mcpServers (as Cursor writes it)": '{\n  "mcpServers": {}\n}\n',
+    "a null mcpServers": '{\n  "mcpServers": null,\n  "theme": "dark"\n}\n',
     "CRLF line ends": ('{\r\n    "mcpServers": {\r\n        "docs": {"command": "d"}\r\n'
                        '    }\r\n}\r\n'),
     "an empty file": "",
