@@ -218,6 +218,19 @@ def check_privacy(base: Path) -> Check:
     if not base.is_dir():
         return Check("privacy", OK, "no data dir yet; it is created private (0700)",
                      details=details)
+    try:
+        foreign = paths.data_dir_owner(base)[1]
+    except OSError:
+        foreign = []  # unreadable: the data-dir check says so
+    if foreign:
+        details["foreign"] = foreign
+        return Check("privacy", WARN, f"{base} is not a directory of mnemo's own: it also "
+                     f"holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}; mnemo "
+                     "changes the permissions of nothing in it (what it writes there is "
+                     "private)",
+                     fix="Point MNEMO_DATA_DIR (or --data-dir) at a directory of its own (a "
+                         "new one is created private) and move mnemo's entries there.",
+                     details=details)
     exposed = exposed_paths(base)
     details["exposed"] = exposed
     if not exposed:

@@ -86,7 +86,9 @@ EXAMPLES: tuple[Example, ...] = (
 FILES: tuple[tuple[str, str], ...] = (
     ("DATA", "The data directory: $MNEMO_DATA_DIR or --data-dir, else the platform's user "
      "data directory (~/.local/share/mnemo on Linux, ~/Library/Application Support/mnemo "
-     "on macOS). Mnemosyne is pointed at it through MNEMOSYNE_DATA_DIR."),
+     "on macOS). Mnemosyne is pointed at it through MNEMOSYNE_DATA_DIR. Give mnemo a "
+     "directory of its own: it makes an older install's files private once, but changes no "
+     "permission in a directory that holds anything else (a home, a project)."),
     ("DATA/identity.json", "The workspace index: which marker identity owns which namespace "
      "and bank. Rebuildable; a corrupt file is kept aside as identity.json.corrupt-*."),
     ("DATA/mnemosyne.db", "The default bank: legacy rows and the session rows of "

@@ -39,6 +39,7 @@ from rich.console import Console
 # Typer's own (vendored) Click raises these; pyproject pins Typer to 0.26.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
+from typer.models import TyperPath
 
 from .. import paths
 from ..config import Settings, apply_environment, load_settings
@@ -79,6 +80,19 @@ def choice(values: Sequence[str]) -> Any:
     """
     return Literal[tuple(values)]
 
+
+class _PathType(TyperPath):
+    """Typer's path type, but an empty path is a usage error: `Path("")` is the
+    current directory, so an unset variable (`--data-dir "$DIR"`) would quietly
+    mean wherever the command runs."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail("the path is empty; give `.` for the current directory", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PATH = _PathType()  # the `click_type` of every path on the command line
 
 
 def settings() -> Settings:

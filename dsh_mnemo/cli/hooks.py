@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ..harnesses.registry import EVENTS, NAMES
-from .common import JsonOpt, choice, escape, lazy, out, reports, settings, view
+from .common import PATH, JsonOpt, choice, escape, lazy, out, reports, settings, view
 
 core = lazy("dsh_mnemo.commands.hooks")
 
@@ -16,7 +16,7 @@ HarnessOpt = Annotated[choice(NAMES), typer.Option(
     "--harness", help=f"The harness: {', '.join(NAMES)}.", show_default=False)]
 ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", help="Use the project-level config of this directory instead of the "
-    "user-level one.", show_default=False)]
+    "user-level one.", show_default=False, click_type=PATH)]
 
 hooks_app = typer.Typer(
     name="hooks", no_args_is_help=True,

@@ -10,6 +10,7 @@ import typer
 
 from ..errors import ExitCode, RefusedError
 from .common import (
+    PATH,
     JsonOpt,
     err,
     escape,
@@ -41,7 +42,7 @@ GlobalOpt = Annotated[bool, typer.Option(
     "--default-to-global", help="The legacy 'default' pool into the global bank.")]
 ToOpt = Annotated[Path | None, typer.Option(
     "--to", help="A directory of the target workspace (default: the current directory).",
-    show_default=False)]
+    show_default=False, click_type=PATH)]
 CheckOpt = Annotated[bool, typer.Option(
     "--check", help="Exit with code 8 when rows are pending (for CI).")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]

@@ -7,17 +7,30 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import JsonOpt, escape, lazy, out, progress_bar, reports, settings, table, view
+from .common import (
+    PATH,
+    JsonOpt,
+    escape,
+    lazy,
+    out,
+    progress_bar,
+    reports,
+    settings,
+    table,
+    view,
+)
 
 core = lazy("dsh_mnemo.commands.workspace")
 
 PathArg = Annotated[Path | None, typer.Argument(
-    help="Directory to act on (default: the current directory).", show_default=False)]
+    help="Directory to act on (default: the current directory).", show_default=False,
+    click_type=PATH)]
 BindPathArg = Annotated[Path | None, typer.Argument(
     help="Directory to bind (default: the top of the git repository around the current "
-         "directory, else the current directory).", show_default=False)]
+         "directory, else the current directory).", show_default=False, click_type=PATH)]
 WorkspacePathArg = Annotated[Path | None, typer.Argument(
-    help="Workspace directory (default: the current directory).", show_default=False)]
+    help="Workspace directory (default: the current directory).", show_default=False,
+    click_type=PATH)]
 
 
 def register(app: typer.Typer) -> None:

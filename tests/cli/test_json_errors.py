@@ -132,6 +132,16 @@ BAD_COMMAND_LINES = [
     ("import", "codex", "--into", "global"),
     ("import", "codex", "chatgpt"),
     ("serve", "--foreground", "--stop"),
+    # An empty path (an unset variable) is not the current directory.
+    ("--data-dir", "", "status"),
+    ("bind", ""),
+    ("status", ""),
+    ("doctor", ""),
+    ("adopt", "dsh_v2_workspace_" + "0" * 64, ""),
+    ("rebind", "", "--from", "id:nope"),
+    ("migrate", "plan", "--to", ""),
+    ("hooks", "install", "--harness", "generic", "--project", ""),
+    ("import", "codex", "--from", ""),
 ]
 
 
@@ -158,6 +168,15 @@ def test_a_bad_command_line_exits_2_with_a_message_and_a_hint(argv: tuple[str, .
     assert document["kind"] == "error" and document["schema_version"] == 1
     assert document["exit_code"] == as_json.exit_code == ExitCode.USAGE
     assert f"mnemo: {document['error']}" == message and document["hint"] == hint.strip()
+
+
+def test_bind_of_an_empty_path_binds_nothing(make_repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo("app")
+    monkeypatch.chdir(repo)
+    result = runner.invoke(app, ["bind", ""])
+    assert result.exit_code == ExitCode.USAGE
+    assert "the path is empty" in result.stderr
+    assert not (repo / ".mnemosyne-id").exists()
 
 
 def test_an_id_too_short_for_a_prefix_says_how_long_one_must_be(bound: Path) -> None:
