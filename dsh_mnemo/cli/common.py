@@ -38,6 +38,7 @@ from rich.console import Console
 
 # Typer's own (vendored) Click raises these; pyproject pins Typer to 0.26.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer._click.types import StringParamType
 from typer.core import TyperGroup
 from typer.models import TyperPath
 
@@ -93,6 +94,23 @@ class _PathType(TyperPath):
 
 
 PATH = _PathType()  # the `click_type` of every path on the command line
+
+
+class _IdType(StringParamType):
+    """Text that is UTF-8: a session id is stored (in a namespace) and compared
+    with stored ones, and bytes that are not UTF-8 (lone surrogates once
+    decoded) cannot be."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        value = super().convert(value, param, ctx)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # the message names the option (and its variable)
+            self.fail(f"{value!r} is not UTF-8 text", param, ctx)
+        return value
+
+
+ID = _IdType()  # the `click_type` of a session id
 
 
 def settings() -> Settings:

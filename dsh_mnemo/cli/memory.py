@@ -10,6 +10,7 @@ import typer
 
 from ..errors import RefusedError
 from .common import (
+    ID,
     JsonOpt,
     err,
     escape,
@@ -41,7 +42,7 @@ class Kind(str, Enum):
 
 SessionOpt = Annotated[str | None, typer.Option(
     "--session", envvar="MNEMO_SESSION_ID",
-    help="Conversation id (for session scope or session recall mode).")]
+    help="Conversation id (for session scope or session recall mode).", click_type=ID)]
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from ..errors import ExitCode, RefusedError
 from .common import (
+    ID,
     PATH,
     JsonOpt,
     err,
@@ -35,7 +36,8 @@ app = typer.Typer(
     help="Move rows of the default database (legacy DSH data) into workspace banks.")
 
 SessionOpt = Annotated[list[str] | None, typer.Option(
-    "--session", help="An exact session_id to move (repeatable).", show_default=False)]
+    "--session", help="An exact session_id to move (repeatable).", show_default=False,
+    click_type=ID)]
 LegacyOpt = Annotated[bool, typer.Option(
     "--legacy-dsh", help="Every legacy DSH session (dsh_*, never dsh_v2_*).")]
 GlobalOpt = Annotated[bool, typer.Option(

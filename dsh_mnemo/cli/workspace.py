@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from .common import (
+    ID,
     PATH,
     JsonOpt,
     escape,
@@ -67,7 +68,8 @@ def _bound(result: Any) -> None:
 @reports
 def status(path: PathArg = None,
            session: Annotated[str | None, typer.Option(
-               "--session", help="Session id, for session recall mode.")] = None,
+               "--session", help="Session id, for session recall mode.", click_type=ID)]
+           = None,
            json: JsonOpt = False):
     """Show which memory this directory reads and writes."""
     return core.status(path, settings(), session_id=session)

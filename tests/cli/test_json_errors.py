@@ -142,6 +142,12 @@ BAD_COMMAND_LINES = [
     ("migrate", "plan", "--to", ""),
     ("hooks", "install", "--harness", "generic", "--project", ""),
     ("import", "codex", "--from", ""),
+    # Bytes that are not UTF-8 (lone surrogates once decoded) are no id.
+    ("forget", "\udcff" * 4),
+    ("standing", "remove", "\udcff" * 4),
+    ("candidates", "reject", "\udcff" * 4),
+    ("status", "--session", "\udcff"),
+    ("migrate", "plan", "--session", "\udcff"),
 ]
 
 
@@ -177,6 +183,27 @@ def test_bind_of_an_empty_path_binds_nothing(make_repo, monkeypatch: pytest.Monk
     assert result.exit_code == ExitCode.USAGE
     assert "the path is empty" in result.stderr
     assert not (repo / ".mnemosyne-id").exists()
+
+
+def test_an_id_or_session_that_is_not_utf8_is_a_usage_error_not_a_traceback(
+        bound: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With a row to compare it with, the id reached SQLite: UnicodeEncodeError.
+    assert runner.invoke(app, ["remember", "We deploy with make release"]).exit_code == 0
+    for argv in (["forget", "\udcff" * 4], ["forget", "\udcff" * 16]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "not UTF-8" in result.stderr and isinstance(result.exception, SystemExit)
+    for key, value in (("recall_mode", "session"), ("auto_write_scope", "session")):
+        assert runner.invoke(app, ["config", "set", key, value]).exit_code == 0
+    result = runner.invoke(app, ["remember", "--session", "\udcff\udcff", "--scope", "session",
+                                 "text", "--json"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "'--session'" in json.loads(result.stdout)["error"]
+    monkeypatch.setenv("MNEMO_SESSION_ID", "\udcff")
+    for argv in (["remember", "--scope", "session", "text"], ["recall", "text"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "MNEMO_SESSION_ID" in result.stderr and "not UTF-8" in result.stderr
 
 
 def test_an_id_too_short_for_a_prefix_says_how_long_one_must_be(bound: Path) -> None:
