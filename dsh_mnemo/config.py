@@ -689,6 +689,33 @@ def key_reports(names: list[str] | None = None, path: Path | None = None) -> lis
             for k in chosen]
 
 
+# Mnemosyne's variables that its `beam` module converts with int() or float()
+# when mnemo loads it: a value those reject was a traceback in every command
+# that reads or writes memories (the man page documents the first two).
+UPSTREAM_NUMBERS: dict[str, type] = {
+    "MNEMOSYNE_WM_MAX_ITEMS": int, "MNEMOSYNE_WM_TTL_HOURS": int,
+    "MNEMOSYNE_WM_BUMP_CAP_HOURS": int, "MNEMOSYNE_EP_LIMIT": int,
+    "MNEMOSYNE_SLEEP_BATCH": int, "MNEMOSYNE_SP_MAX": int,
+    "MNEMOSYNE_RECENCY_HALFLIFE": float, "MNEMOSYNE_DEGRADE_BATCH": int,
+}
+
+
+def check_upstream_environment() -> None:
+    """Raise ConfigError for a variable of `UPSTREAM_NUMBERS` that Mnemosyne would
+    fail to read (checked as it reads it: `int("1.5")` fails too)."""
+    for name, kind in UPSTREAM_NUMBERS.items():
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        try:
+            kind(value)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise ConfigError(f"the environment variable {name} must be {what}, not {value!r}",
+                              hint=f"Fix it, or unset it for Mnemosyne's default: "
+                                   f"unset {name}") from None
+
+
 def mnemosyne_env(settings: Settings) -> dict[str, str]:
     """Environment variables Mnemosyne reads that follow from the settings.
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .config import Settings, load_settings
+from .config import Settings, check_upstream_environment, load_settings
 from .errors import MnemoError
 from .harnesses.registry import NAMES as HARNESSES
 from .memory import banks
@@ -140,6 +140,11 @@ def check_config() -> tuple[Check, Settings]:
                       fix=exc.hint or f"Fix or remove {path} (`mnemo config show` explains "
                                       "every key).", details={"path": str(path)}),
                 Settings())
+    try:
+        check_upstream_environment()
+    except MnemoError as exc:
+        return Check("config", FAIL, exc.message, fix=exc.hint,
+                     details={"path": str(path)}), loaded
     if loaded.source is None:
         return Check("config", OK, "no config file: every setting has its default",
                      details={"path": str(path)}), loaded
