@@ -32,6 +32,7 @@ from typing import Any
 from . import paths
 from .config import Settings, check_upstream_environment, load_settings
 from .errors import MnemoError
+from .fsutil import unreadable
 from .harnesses.registry import NAMES as HARNESSES
 from .memory import banks
 from .record import field, record
@@ -457,6 +458,11 @@ def hook_check(harness: str, status: dict[str, Any]) -> Check:
             return Check(name, WARN, "partly installed" + (f": {problems[0]}" if problems
                                                            else ""),
                          fix=fix + " (completes the entries)", details=details)
+        config = status.get("config_path")
+        if problems and config and unreadable(str(config), bool(status.get("config_exists"))):
+            return Check(name, WARN, f"not installed, and {problems[0]}",
+                         fix=f"Fix {config} (the harness cannot read it either), then: {fix}",
+                         details=details)
         return Check(name, INFO, "no mnemo hooks installed", fix=fix, details=details)
     missing = []
     if status.get("mnemo_exists") is False or (status.get("wrapper_exists") is False

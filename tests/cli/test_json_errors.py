@@ -103,6 +103,7 @@ def test_a_broken_config_is_a_json_error(command: tuple[str, ...], broken: str,
 BAD_COMMAND_LINES = [
     ("remember", "x y z", "--scope", "team"),
     ("remember", "x y z", "--importance", "2"),
+    ("remember", "x y z", "--importance", "nan"),  # passes every range check
     ("recall", "x", "--top-k", "0"),
     ("remember", "x y z", "--no-such-option"),
     ("no-such-command",),
@@ -174,6 +175,20 @@ def test_a_bad_command_line_exits_2_with_a_message_and_a_hint(argv: tuple[str, .
     assert document["kind"] == "error" and document["schema_version"] == 1
     assert document["exit_code"] == as_json.exit_code == ExitCode.USAGE
     assert f"mnemo: {document['error']}" == message and document["hint"] == hint.strip()
+
+
+@pytest.mark.parametrize("argv", [["candidates"], ["candidates", "list"],
+                                  ["candidates", "reject", "c0000"],
+                                  ["candidates", "accept", "c0000", "--scope", "global"]],
+                         ids=" ".join)
+def test_candidates_in_an_unbound_directory_say_they_are_per_workspace(
+        argv: list[str], tmp_path: Path) -> None:
+    # They said "nothing was written … or use --scope global", an option
+    # `list` and `reject` lack, and that does not reach a workspace's candidates.
+    result = runner.invoke(app, argv)
+    assert result.exit_code == ExitCode.UNBOUND, result.output
+    assert "candidates are kept per workspace" in result.stderr
+    assert "--scope" not in result.stderr and "nothing was written" not in result.stderr
 
 
 def test_bind_of_an_empty_path_binds_nothing(make_repo, monkeypatch: pytest.MonkeyPatch) -> None:
