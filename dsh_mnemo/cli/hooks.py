@@ -130,7 +130,9 @@ def status(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = Fals
     Exits 8 when mnemo's hooks are there but the harness would not run them, or they
     would not reach a working mnemo (Codex has not trusted them, Gemini CLI does not
     trust this folder, an event's entry, the wrapper or mnemo is missing), as `hooks
-    test` does; 0 when they work, and when they are not installed at all.
+    test` does, and when the harness's config file is there but cannot be read or
+    parsed (a symbolic link loop too); 0 when they work, and when they are not
+    installed at all.
     """
     settings()
     return core.status(harness, project)
