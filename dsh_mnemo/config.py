@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,11 +150,19 @@ class Settings:
         return self.values["auto_write_scope"]
 
 
-def _flatten(tree: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _flatten(tree: dict[str, Any], prefix: str = "",
+             inside: tuple[int, ...] = ()) -> Iterator[tuple[str, Any]]:
+    # `inside`: the mappings around this one; a YAML alias to its own anchor
+    # (`a: &a {b: *a}`) makes a mapping that holds itself.
+    inside = (*inside, id(tree))
     for key, value in tree.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            yield from _flatten(value, f"{name}.")
+            if id(value) in inside:
+                raise ConfigError(f"`{name}` holds itself (a YAML alias inside its own anchor)",
+                                  hint="Fix the file by hand: write the value out instead of "
+                                       "the alias.")
+            yield from _flatten(value, f"{name}.", inside)
         else:
             yield name, value
 
@@ -206,16 +215,22 @@ def coerce(key: Key, value: Any, *, from_text: bool = False) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where} must be a number, not {value!r}")
         # NaN slips past every range check below, and infinity is never meant.
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{where} must be a finite number, not {value!r}")
-        if key.type is int and not float(value).is_integer():
+        if key.type is int and isinstance(value, float) and not value.is_integer():
             raise ConfigError(f"{where} must be a whole number, not {value!r}")
-        value = key.type(value)
+        # Range before conversion: an int of 400 digits has no float (OverflowError).
+        shown = f"a number of {len(str(abs(value)))} digits" \
+            if isinstance(value, int) and abs(value) >= 10**20 else value
         if key.minimum is not None and value < key.minimum:
-            raise ConfigError(f"{where} must be at least {key.minimum}, not {value}")
+            raise ConfigError(f"{where} must be at least {key.minimum}, not {shown}")
         if key.maximum is not None and value > key.maximum:
-            raise ConfigError(f"{where} must be at most {key.maximum}, not {value}")
-        return value
+            raise ConfigError(f"{where} must be at most {key.maximum}, not {shown}")
+        try:
+            return key.type(value)
+        except OverflowError:  # a float key without a maximum
+            raise ConfigError(f"{where} must be at most {sys.float_info.max}, not "
+                              f"{shown}") from None
     if not isinstance(value, str):
         raise ConfigError(f"{where} must be text, not {value!r}")
     if key.choices and value not in key.choices:
@@ -237,7 +252,11 @@ def validate(raw: Any, *, origin: str = "config") -> dict[str, Any]:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: the top level must be a mapping of keys to values")
-    return _validate_flat(dict(_flatten(raw)), origin=origin)
+    try:
+        flat = dict(_flatten(raw))
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc.message}", hint=exc.hint) from None
+    return _validate_flat(flat, origin=origin)
 
 
 def _validate_flat(flat: dict[str, Any], *, origin: str) -> dict[str, Any]:
@@ -255,6 +274,17 @@ def _validate_flat(flat: dict[str, Any], *, origin: str) -> dict[str, Any]:
                                    f"`mnemo config unset {name}` for the default.") from None
     check_combination(values)
     return values
+
+
+# Besides its own errors, PyYAML's loaders raise ValueError for an integer of
+# more than 4300 digits (Python's limit) and RecursionError for deep nesting.
+_YAML_EXTRA: tuple[type[Exception], ...] = (ValueError, RecursionError)
+
+
+def _yaml_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)
 
 
 def load_settings(path: Path | None = None) -> Settings:
@@ -299,8 +329,8 @@ def _parse_cached(text: str, path: Path) -> Any:
     loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
     try:
         raw = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    except (yaml.YAMLError, *_YAML_EXTRA) as exc:
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(exc)}") from None
     _keep_parse(cache, key, raw)
     return raw
 
@@ -406,15 +436,18 @@ def _read_raw(path: Path) -> dict[str, Any]:
 
     try:
         raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}",
+    except (yaml.YAMLError, *_YAML_EXTRA) as exc:
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(exc)}",
                           hint="Fix or remove the file by hand.") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values",
                           hint="Fix or remove the file by hand.")
-    return dict(_flatten(raw))
+    try:
+        return dict(_flatten(raw))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
 
 
 def user_values(path: Path | None = None) -> dict[str, Any]:
@@ -450,13 +483,50 @@ def _write(path: Path, flat: dict[str, Any], name: str, value: Any) -> Settings:
     text = _edited(old, name, value, flat)
     if text is None:
         text = yaml.safe_dump(_nest(flat), sort_keys=True)
+        if _reads_back(text) != flat:
+            raise ConfigError(f"{path} was not changed: the new file would not read back as "
+                              f"written (`{name}`)", hint="Fix or remove the file by hand.")
     atomic_write_text(path, text)
     return Settings(values=values, source=path)
 
 
-# `_edited`: a line `key: value  # comment` (or a section's `key:`), and a comment
+def _reads_back(text: str) -> dict[str, Any] | None:
+    """The keys (flat) a YAML text gives back; None when it does not load as a mapping."""
+    import yaml
+
+    try:
+        tree = yaml.safe_load(text) if text.strip() else {}
+        return dict(_flatten(tree or {})) if isinstance(tree or {}, dict) else None
+    except (yaml.YAMLError, ConfigError, *_YAML_EXTRA):
+        return None
+
+
+# `_edited`: a line `key: value  # comment` (or a section's `key:`), and where a
+# comment may start
 _KEY_LINE = r"^( *)([A-Za-z0-9_.-]+)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$"
-_COMMENT = r"(?:^|[ \t]+)#.*$"
+_COMMENT = r"(?:^|[ \t]+)#"
+
+
+def _comment(rest: str) -> str:
+    """The comment after a key line's value (`rest`: all after `key: `), with the
+    space before it; "" when there is none.  A `#` inside a quoted value starts
+    none (`"e5 #large"  # ours`): the comment starts at the first place where
+    the value before it is the whole line's value."""
+    import re
+
+    import yaml
+
+    try:
+        whole = yaml.safe_load(f"k: {rest}")
+    except (yaml.YAMLError, *_YAML_EXTRA):
+        return ""
+    for start in re.finditer(_COMMENT, rest):
+        try:
+            if yaml.safe_load(f"k: {rest[:start.start()]}") == whole:
+                return rest[start.start():]
+        except (yaml.YAMLError, *_YAML_EXTRA):
+            continue
+    return ""
 
 
 def _key_lines(lines: list[str]) -> list[tuple[int, int, str, bool]] | None:
@@ -491,8 +561,6 @@ def _edited(text: str, name: str, value: Any, expected: dict[str, Any]) -> str |
     this line edit does not understand."""
     import re
 
-    import yaml
-
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
@@ -519,8 +587,7 @@ def _edited(text: str, name: str, value: Any, expected: dict[str, Any]) -> str |
         else:
             match = re.match(_KEY_LINE, lines[number].rstrip("\n"))
             assert match is not None
-            comment = re.search(_COMMENT, match.group(3) or "")
-            tail = comment.group(0) if comment else ""  # as it was spaced
+            tail = _comment(match.group(3) or "")  # as it was spaced
             lines[number] = f"{match.group(1)}{match.group(2)}: {_flow(value)}{tail}\n"
     elif value is not _REMOVED:
         parts = name.split(".")
@@ -543,13 +610,7 @@ def _edited(text: str, name: str, value: Any, expected: dict[str, Any]) -> str |
         new.append(f"{' ' * (indent + 2 * (len(rest) - 1))}{rest[-1]}: {_flow(value)}\n")
         lines[at:at] = new
     edited = "".join(lines)
-    try:
-        after = yaml.safe_load(edited) if edited.strip() else {}
-    except yaml.YAMLError:
-        return None
-    if not isinstance(after or {}, dict) or dict(_flatten(after or {})) != expected:
-        return None
-    return edited
+    return edited if _reads_back(edited) == expected else None
 
 
 def _flow(value: Any) -> str:
@@ -565,6 +626,10 @@ def set_value(name: str, text: str, path: Path | None = None) -> Settings:
     key = KEYS.get(name)
     if key is None:
         raise ConfigError(f"unknown key `{name}`", hint=f"Known keys: {', '.join(KEYS)}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line
+        raise ConfigError(f"`{name}` must be UTF-8 text, not {text!r}") from None
     path = path or paths.config_path()
     flat = _read_raw(path)
     flat[name] = coerce(key, text, from_text=True)
@@ -638,6 +703,33 @@ def key_reports(names: list[str] | None = None, path: Path | None = None) -> lis
                       source="file" if k.name in explicit else "default", type=type_name(k),
                       choices=list(k.choices or k.item_choices or []) or None, doc=k.doc)
             for k in chosen]
+
+
+# Mnemosyne's variables that its `beam` module converts with int() or float()
+# when mnemo loads it: a value those reject was a traceback in every command
+# that reads or writes memories (the man page documents the first two).
+UPSTREAM_NUMBERS: dict[str, type] = {
+    "MNEMOSYNE_WM_MAX_ITEMS": int, "MNEMOSYNE_WM_TTL_HOURS": int,
+    "MNEMOSYNE_WM_BUMP_CAP_HOURS": int, "MNEMOSYNE_EP_LIMIT": int,
+    "MNEMOSYNE_SLEEP_BATCH": int, "MNEMOSYNE_SP_MAX": int,
+    "MNEMOSYNE_RECENCY_HALFLIFE": float, "MNEMOSYNE_DEGRADE_BATCH": int,
+}
+
+
+def check_upstream_environment() -> None:
+    """Raise ConfigError for a variable of `UPSTREAM_NUMBERS` that Mnemosyne would
+    fail to read (checked as it reads it: `int("1.5")` fails too)."""
+    for name, kind in UPSTREAM_NUMBERS.items():
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        try:
+            kind(value)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise ConfigError(f"the environment variable {name} must be {what}, not {value!r}",
+                              hint=f"Fix it, or unset it for Mnemosyne's default: "
+                                   f"unset {name}") from None
 
 
 def mnemosyne_env(settings: Settings) -> dict[str, str]:

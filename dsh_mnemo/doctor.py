@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .config import Settings, load_settings
+from .config import Settings, check_upstream_environment, load_settings
 from .errors import MnemoError
+from .fsutil import unreadable
 from .harnesses.registry import NAMES as HARNESSES
 from .memory import banks
 from .record import field, record
@@ -140,6 +141,11 @@ def check_config() -> tuple[Check, Settings]:
                       fix=exc.hint or f"Fix or remove {path} (`mnemo config show` explains "
                                       "every key).", details={"path": str(path)}),
                 Settings())
+    try:
+        check_upstream_environment()
+    except MnemoError as exc:
+        return Check("config", FAIL, exc.message, fix=exc.hint,
+                     details={"path": str(path)}), loaded
     if loaded.source is None:
         return Check("config", OK, "no config file: every setting has its default",
                      details={"path": str(path)}), loaded
@@ -217,6 +223,19 @@ def check_privacy(base: Path) -> Check:
                                "stamp": paths.privacy_stamp(base).exists()}
     if not base.is_dir():
         return Check("privacy", OK, "no data dir yet; it is created private (0700)",
+                     details=details)
+    try:
+        foreign = paths.data_dir_owner(base)[1]
+    except OSError:
+        foreign = []  # unreadable: the data-dir check says so
+    if foreign:
+        details["foreign"] = foreign
+        return Check("privacy", WARN, f"{base} is not a directory of mnemo's own: it also "
+                     f"holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}; mnemo "
+                     "changes the permissions of nothing in it (what it writes there is "
+                     "private)",
+                     fix="Point MNEMO_DATA_DIR (or --data-dir) at a directory of its own (a "
+                         "new one is created private) and move mnemo's entries there.",
                      details=details)
     exposed = exposed_paths(base)
     details["exposed"] = exposed
@@ -439,6 +458,11 @@ def hook_check(harness: str, status: dict[str, Any]) -> Check:
             return Check(name, WARN, "partly installed" + (f": {problems[0]}" if problems
                                                            else ""),
                          fix=fix + " (completes the entries)", details=details)
+        config = status.get("config_path")
+        if problems and config and unreadable(str(config), bool(status.get("config_exists"))):
+            return Check(name, WARN, f"not installed, and {problems[0]}",
+                         fix=f"Fix {config} (the harness cannot read it either), then: {fix}",
+                         details=details)
         return Check(name, INFO, "no mnemo hooks installed", fix=fix, details=details)
     missing = []
     if status.get("mnemo_exists") is False or (status.get("wrapper_exists") is False

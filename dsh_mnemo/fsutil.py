@@ -321,7 +321,9 @@ def secure_process(base: Path | None = None, *, fix_existing: bool = True) -> bo
     (`mnemo doctor`, which changes nothing), it checks for the stamp file
     `DATA/.private-v1` (one `stat`) and, when it is missing, chmods everything
     under the data dir private and writes the stamp: installs made before
-    mnemo kept its files private are fixed on their first run.
+    mnemo kept its files private are fixed on their first run.  Only a data
+    dir of mnemo's own (`paths.data_dir_owner`): a home or a project given as
+    the data dir keeps every mode, and gets no stamp.
 
     Never raises; returns True when it changed modes this time.
     """
@@ -337,6 +339,8 @@ def secure_process(base: Path | None = None, *, fix_existing: bool = True) -> bo
         stamp = paths.privacy_stamp(base)
         if stamp.exists() or not base.is_dir():
             return False  # done before, or nothing yet (created private)
+        if not paths.data_dir_owner(base)[0]:
+            return False  # not mnemo's directory (or nothing of mnemo's in it yet)
         failed = make_private(base)
         if failed:
             return True  # try again next run

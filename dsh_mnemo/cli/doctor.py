@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import JsonOpt, escape, lazy, out, reports, view
+from .common import PATH, JsonOpt, escape, lazy, out, reports, view
 
 core = lazy("dsh_mnemo.commands.doctor")
 
@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 @reports
 def doctor(path: Annotated[Path | None, typer.Argument(
                help="Directory whose binding is checked (default: the current directory).",
-               show_default=False)] = None,
+               show_default=False, click_type=PATH)] = None,
            json: JsonOpt = False):
     """Check mnemo's installation, data and hooks; say how to fix each problem.
 

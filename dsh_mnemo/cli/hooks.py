@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ..harnesses.registry import EVENTS, NAMES
-from .common import JsonOpt, choice, escape, lazy, out, reports, settings, view
+from .common import PATH, JsonOpt, choice, escape, lazy, out, reports, settings, view
 
 core = lazy("dsh_mnemo.commands.hooks")
 
@@ -16,7 +16,7 @@ HarnessOpt = Annotated[choice(NAMES), typer.Option(
     "--harness", help=f"The harness: {', '.join(NAMES)}.", show_default=False)]
 ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", help="Use the project-level config of this directory instead of the "
-    "user-level one.", show_default=False)]
+    "user-level one.", show_default=False, click_type=PATH)]
 
 hooks_app = typer.Typer(
     name="hooks", no_args_is_help=True,
@@ -132,7 +132,9 @@ def status(harness: HarnessOpt, project: ProjectOpt = None, json: JsonOpt = Fals
     Exits 8 when mnemo's hooks are there but the harness would not run them, or they
     would not reach a working mnemo (Codex has not trusted them, Gemini CLI does not
     trust this folder, an event's entry, the wrapper or mnemo is missing), as `hooks
-    test` does; 0 when they work, and when they are not installed at all.
+    test` does, and when the harness's config file is there but cannot be read or
+    parsed (a symbolic link loop too); 0 when they work, and when they are not
+    installed at all.
     """
     settings()
     return core.status(harness, project)

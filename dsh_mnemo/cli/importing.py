@@ -8,7 +8,19 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import JsonOpt, err, escape, lazy, out, progress_bar, reports, settings, table, view
+from .common import (
+    PATH,
+    JsonOpt,
+    err,
+    escape,
+    lazy,
+    out,
+    progress_bar,
+    reports,
+    settings,
+    table,
+    view,
+)
 
 core = lazy("dsh_mnemo.commands.importing")
 
@@ -35,7 +47,7 @@ def import_command(
     source_path: Annotated[Path | None, typer.Option(
         "--from", show_default=False,
         help="Read this file or directory instead of the harness's own (required for a chat "
-        "export: its conversations.json, folder or .zip).")] = None,
+        "export: its conversations.json, folder or .zip).", click_type=PATH)] = None,
     into: Annotated[str | None, typer.Option(
         "--into", metavar="PATH|global", show_default=False,
         help="Where a chat export goes: a directory in a bound workspace, or global.")] = None,

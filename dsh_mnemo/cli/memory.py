@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from enum import Enum
 from typing import Annotated, Any
@@ -10,6 +11,7 @@ import typer
 
 from ..errors import RefusedError
 from .common import (
+    ID,
     JsonOpt,
     err,
     escape,
@@ -41,7 +43,7 @@ class Kind(str, Enum):
 
 SessionOpt = Annotated[str | None, typer.Option(
     "--session", envvar="MNEMO_SESSION_ID",
-    help="Conversation id (for session scope or session recall mode).")]
+    help="Conversation id (for session scope or session recall mode).", click_type=ID)]
 
 
 def register(app: typer.Typer) -> None:
@@ -63,13 +65,20 @@ def _read_text(text: str) -> str:
     data = sys.stdin.buffer.read(1_000_001)
     if len(data) > 1_000_000:
         raise RefusedError("stdin holds more than 1 MB; nothing was written")
+    # What the argument's checks refuse is a bad command line from stdin too (exit 2).
     try:
         decoded = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise RefusedError("stdin is not valid UTF-8; nothing was written") from None
+        raise usage_error("stdin is not valid UTF-8; nothing was written",
+                          hint="Give the memory as UTF-8 text.") from None
     # `echo … | mnemo remember -` ends with a line break the text does not have:
     # stored with it, it would be a second memory of the same text.
-    return decoded.rstrip("\r\n")
+    decoded = decoded.rstrip("\r\n")
+    if not decoded.strip():
+        raise usage_error("nothing to remember: stdin is empty",
+                          hint="Pipe the memory into `mnemo remember -`, or give it as the "
+                               "argument.")
+    return decoded
 
 
 @reports
@@ -93,6 +102,9 @@ def remember(
     if standing and scope is Scope.session:
         raise usage_error("a standing memory is for a workspace or global, not a session",
                           hint="Use --scope workspace (the default) or --scope global.")
+    if importance is not None and math.isnan(importance):  # every range check passes NaN
+        raise typer.BadParameter(f"{importance} is not in the range 0.0<=x<=1.0.",
+                                 param_hint="'--importance'")
     return core.remember(settings(), _read_text(text), scope=scope.value, session_id=session,
                          source=source, importance=importance, standing=standing)
 

@@ -10,6 +10,8 @@ import typer
 
 from ..errors import ExitCode, RefusedError
 from .common import (
+    ID,
+    PATH,
     JsonOpt,
     err,
     escape,
@@ -34,14 +36,15 @@ app = typer.Typer(
     help="Move rows of the default database (legacy DSH data) into workspace banks.")
 
 SessionOpt = Annotated[list[str] | None, typer.Option(
-    "--session", help="An exact session_id to move (repeatable).", show_default=False)]
+    "--session", help="An exact session_id to move (repeatable).", show_default=False,
+    click_type=ID)]
 LegacyOpt = Annotated[bool, typer.Option(
     "--legacy-dsh", help="Every legacy DSH session (dsh_*, never dsh_v2_*).")]
 GlobalOpt = Annotated[bool, typer.Option(
     "--default-to-global", help="The legacy 'default' pool into the global bank.")]
 ToOpt = Annotated[Path | None, typer.Option(
     "--to", help="A directory of the target workspace (default: the current directory).",
-    show_default=False)]
+    show_default=False, click_type=PATH)]
 CheckOpt = Annotated[bool, typer.Option(
     "--check", help="Exit with code 8 when rows are pending (for CI).")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]

@@ -7,17 +7,31 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import JsonOpt, escape, lazy, out, progress_bar, reports, settings, table, view
+from .common import (
+    ID,
+    PATH,
+    JsonOpt,
+    escape,
+    lazy,
+    out,
+    progress_bar,
+    reports,
+    settings,
+    table,
+    view,
+)
 
 core = lazy("dsh_mnemo.commands.workspace")
 
 PathArg = Annotated[Path | None, typer.Argument(
-    help="Directory to act on (default: the current directory).", show_default=False)]
+    help="Directory to act on (default: the current directory).", show_default=False,
+    click_type=PATH)]
 BindPathArg = Annotated[Path | None, typer.Argument(
     help="Directory to bind (default: the top of the git repository around the current "
-         "directory, else the current directory).", show_default=False)]
+         "directory, else the current directory).", show_default=False, click_type=PATH)]
 WorkspacePathArg = Annotated[Path | None, typer.Argument(
-    help="Workspace directory (default: the current directory).", show_default=False)]
+    help="Workspace directory (default: the current directory).", show_default=False,
+    click_type=PATH)]
 
 
 def register(app: typer.Typer) -> None:
@@ -54,7 +68,8 @@ def _bound(result: Any) -> None:
 @reports
 def status(path: PathArg = None,
            session: Annotated[str | None, typer.Option(
-               "--session", help="Session id, for session recall mode.")] = None,
+               "--session", help="Session id, for session recall mode.", click_type=ID)]
+           = None,
            json: JsonOpt = False):
     """Show which memory this directory reads and writes."""
     return core.status(path, settings(), session_id=session)

@@ -1,8 +1,8 @@
 """What the command modules share (no command group of its own).
 
 Ids as people type them (`forget`, `standing remove`, `candidates`): an
-empty one, or a prefix too short to stand for an id, is a bad command line
-(exit 2), not a row that was not found (exit 5).
+empty one, one that is not UTF-8, or a prefix too short to stand for an id,
+is a bad command line (exit 2), not a row that was not found (exit 5).
 """
 
 from __future__ import annotations
@@ -15,10 +15,16 @@ from ..memory.store import MIN_ID_PREFIX
 
 
 def given_id(given: str, what: str, hint: str) -> str:
-    """The id a person gave, stripped; an empty one is a bad command line."""
+    """The id a person gave, stripped; an empty one, or bytes that are not UTF-8
+    (lone surrogates, which no database query takes), is a bad command line."""
     given = given.strip()
     if not given:
         raise usage_error(f"no {what} id given", hint=hint)
+    try:
+        given.encode("utf-8")
+    except UnicodeEncodeError:
+        raise usage_error(f"{given!r} is not a {what} id: it is not UTF-8 text",
+                          hint=hint) from None
     return given
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import RefusedError
+from ..errors import RefusedError, UnboundError
 from ..memory import semantic, store
 from ..memory import standing as standing_memory
-from ..memory.targets import write_target
+from ..memory.targets import Target, write_target
 from ..record import field, record
 from ..report import Report
 from ..workspace.context import MemoryContext, resolve_memory_context
@@ -85,17 +85,27 @@ class CandidateList:
     candidates: list[standing_memory.Candidate] = field(default_factory=list)
 
 
+def _candidates_target(settings: Settings, cwd: Path | None) -> Target:
+    """Where this workspace keeps its candidates (filed from its captured turns)."""
+    ctx = _context(settings, cwd)
+    if ctx.workspace is None:  # `write_target` would suggest a --scope these lack
+        raise UnboundError("this directory is not in a bound workspace: candidates are kept "
+                           "per workspace", hint="Run it in a bound project (`mnemo bind` "
+                                                 "binds one).")
+    return write_target(ctx, "workspace")
+
+
 def candidates(settings: Settings, *, status: str | None = "pending",
                cwd: Path | None = None) -> Report:
-    target = write_target(_context(settings, cwd), "workspace")
+    target = _candidates_target(settings, cwd)
     return Report("candidates", CandidateList(
         namespace=target.namespace,
         candidates=standing_memory.candidates(target, status=status)))
 
 
 def _pending(settings: Settings, candidate_id: str, cwd: Path | None
-             ) -> tuple[object, standing_memory.Candidate]:
-    target = write_target(_context(settings, cwd), "workspace")
+             ) -> tuple[Target, standing_memory.Candidate]:
+    target = _candidates_target(settings, cwd)
     known = standing_memory.candidates(target, status=None)
     chosen = _resolve(candidate_id, [c.id for c in known], "candidate", "in this workspace",
                       "`mnemo candidates list` shows them.")

@@ -269,8 +269,12 @@ def _open(path: Path, spec: Harness) -> tuple[jsonc.Editor, str | None]:
 
 def _read_config(path: Path, spec: Harness) -> dict[str, Any] | None:
     """The parsed file, None if absent; refuses what the harness could not read."""
-    if not path.exists():
-        return None
+    try:
+        path.stat()  # not `exists()`, which is False for a symbolic link loop too
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # absent, or a symbolic link to nothing yet
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}") from None
     editor, _ = _open(path, spec)
     return editor.value
 

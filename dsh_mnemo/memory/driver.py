@@ -143,9 +143,28 @@ def _upstream() -> _Upstream:
         with _import_lock:
             if _imported is None:
                 _ensure_environment()
-                _imported = _import_upstream()
+                _imported = _import_checked()
             found = _imported
     return found
+
+
+def _import_checked() -> _Upstream:
+    """`_import_upstream`, with a clear ConfigError instead of the ValueError its
+    module-level `int(os.environ[...])` raises on a variable it cannot read."""
+    from ..config import check_upstream_environment
+    from ..errors import ConfigError
+
+    check_upstream_environment()  # the ones known, by name
+    try:
+        return _import_upstream()
+    except ValueError as exc:  # another one: the message quotes its value
+        named = [name for name, value in os.environ.items()
+                 if name.startswith("MNEMOSYNE_") and repr(value) in str(exc)]
+        if not named:
+            raise
+        raise ConfigError(f"Mnemosyne cannot read the environment variable {named[0]}: {exc}",
+                          hint=f"Fix it, or unset it for Mnemosyne's default: "
+                               f"unset {named[0]}") from None
 
 
 def _import_upstream() -> _Upstream:

@@ -85,6 +85,11 @@ def test_get_prints_the_value_in_the_form_set_accepts() -> None:
     ("recall_mode", "everything", "must be one of"),
     ("capture.roles", "user,robot", "unknown item"),
     ("no.such.key", "1", "unknown key"),
+    # bytes that are not UTF-8 (argv decodes them to lone surrogates): the file
+    # once got `"\uDCFF"`, which no command could load again
+    ("embeddings.model", b"\xff\xfe".decode("utf-8", "surrogateescape"), "must be UTF-8"),
+    ("prefetch.top_k", "1" + "0" * 400, "at most 50, not a number of 401 digits"),
+    ("hooks.deadline_seconds", "1" + "0" * 400, "must be a finite number"),
 ])
 def test_set_rejects_invalid_values_and_leaves_the_file_alone(key: str, text: str,
                                                               message: str) -> None:
@@ -95,6 +100,7 @@ def test_set_rejects_invalid_values_and_leaves_the_file_alone(key: str, text: st
     assert message in result.stderr
     assert "Traceback" not in result.output
     assert config_file().read_bytes() == before
+    assert invoke("config", "show").exit_code == 0
 
 
 def test_the_recall_write_rule_is_enforced_with_a_way_out() -> None:
@@ -149,6 +155,24 @@ def test_set_and_unset_keep_the_files_comments_and_order(args: tuple[str, ...],
     result = invoke("config", *args)
     assert result.exit_code == 0, result.output
     assert config_file().read_text() == expected
+
+
+@pytest.mark.parametrize("line, value, expected", [
+    ('model: "e5 #large"   # the model we serve', "small", "model: small   # the model we serve"),
+    ("model: 'it''s # b'  # c", "small", "model: small  # c"),
+    ('model: "a\\" #b"', "small", "model: small"),
+    ("model: it's # b'", "small", "model: small # b'"),
+    ("model: [a, '# b']  # c", "small", "model: small  # c"),
+    ('model: "#"', "x", "model: x"),
+])
+def test_set_keeps_the_comment_and_drops_all_of_the_old_value(line: str, value: str,
+                                                             expected: str) -> None:
+    # A `#` inside the old quoted value was taken for the comment's start: the
+    # rest of the old value stayed in the file, growing with every set.
+    config_file().parent.mkdir(parents=True, exist_ok=True)
+    config_file().write_text(f"embeddings:\n  {line}\n")
+    assert invoke("config", "set", "embeddings.model", value).exit_code == 0
+    assert config_file().read_text() == f"embeddings:\n  {expected}\n"
 
 
 def test_a_layout_the_edit_cannot_follow_is_written_anew_not_broken() -> None:

@@ -46,9 +46,9 @@ def test_stdin_loses_its_trailing_line_breaks_only(bound: Repo, data_dir: Path) 
     given = remember("the api gateway is kong\nconfigured in gateway/")
     assert given["id"] == piped["id"] and given["existed"] is True
     assert contents(bound, data_dir) == ["the api gateway is kong\nconfigured in gateway/"]
-    # Line breaks alone are still an empty text (stdin is no command line: exit 5).
+    # Line breaks alone are still an empty text: exit 2, as for an empty argument.
     empty = runner.invoke(app, ["remember", "-"], input="\n\r\n")
-    assert empty.exit_code == ExitCode.REFUSED and "empty" in empty.stderr
+    assert empty.exit_code == ExitCode.USAGE and "empty" in empty.stderr
     # The write filter judges piped text as it judges an argument.
     configure(write_filter="strict", scrub__policy="off")
     secret = "deploy key AKIAIOSFODNN7EXAMPLE for the bucket"

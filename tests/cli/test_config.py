@@ -127,6 +127,11 @@ def test_unknown_key_is_an_error_naming_it(cfg: Path, text: str, fragment: str) 
     ("hooks:\n  deadline_seconds: .nan\n", "hooks.deadline_seconds"),
     ("hooks:\n  deadline_seconds: .inf\n", "hooks.deadline_seconds"),
     ("hooks:\n  deadline_seconds: '2'\n", "hooks.deadline_seconds"),
+    # no float has 400 digits: OverflowError before the range was checked
+    ("prefetch:\n  top_k: 1" + "0" * 400 + "\n", "prefetch.top_k"),
+    ("hooks:\n  deadline_seconds: 1" + "0" * 400 + "\n", "hooks.deadline_seconds"),
+    # an alias inside its own anchor: a mapping that holds itself (RecursionError)
+    ("prefetch: &a\n  b: *a\n", "prefetch.b"),
 ])
 def test_wrong_types_and_ranges_are_errors(cfg: Path, text: str, fragment: str) -> None:
     cfg.write_text(text)
@@ -140,6 +145,9 @@ def test_wrong_types_and_ranges_are_errors(cfg: Path, text: str, fragment: str) 
     b"just a string\n",
     b"recall_mode: [unclosed\n",
     b"recall_mode: \xff\xfe workspace\n",
+    b"a: &a\n  b: *a\n",
+    b"a: 1" + b"0" * 5000 + b"\n",  # past Python's 4300 digits: ValueError
+    b"a: " + b"[" * 5000 + b"\n",  # RecursionError (or libyaml's own error)
 ])
 def test_malformed_files_are_clear_config_errors(cfg: Path, content: bytes) -> None:
     cfg.write_bytes(content)

@@ -103,6 +103,7 @@ def test_a_broken_config_is_a_json_error(command: tuple[str, ...], broken: str,
 BAD_COMMAND_LINES = [
     ("remember", "x y z", "--scope", "team"),
     ("remember", "x y z", "--importance", "2"),
+    ("remember", "x y z", "--importance", "nan"),  # passes every range check
     ("recall", "x", "--top-k", "0"),
     ("remember", "x y z", "--no-such-option"),
     ("no-such-command",),
@@ -132,6 +133,22 @@ BAD_COMMAND_LINES = [
     ("import", "codex", "--into", "global"),
     ("import", "codex", "chatgpt"),
     ("serve", "--foreground", "--stop"),
+    # An empty path (an unset variable) is not the current directory.
+    ("--data-dir", "", "status"),
+    ("bind", ""),
+    ("status", ""),
+    ("doctor", ""),
+    ("adopt", "dsh_v2_workspace_" + "0" * 64, ""),
+    ("rebind", "", "--from", "id:nope"),
+    ("migrate", "plan", "--to", ""),
+    ("hooks", "install", "--harness", "generic", "--project", ""),
+    ("import", "codex", "--from", ""),
+    # Bytes that are not UTF-8 (lone surrogates once decoded) are no id.
+    ("forget", "\udcff" * 4),
+    ("standing", "remove", "\udcff" * 4),
+    ("candidates", "reject", "\udcff" * 4),
+    ("status", "--session", "\udcff"),
+    ("migrate", "plan", "--session", "\udcff"),
 ]
 
 
@@ -158,6 +175,50 @@ def test_a_bad_command_line_exits_2_with_a_message_and_a_hint(argv: tuple[str, .
     assert document["kind"] == "error" and document["schema_version"] == 1
     assert document["exit_code"] == as_json.exit_code == ExitCode.USAGE
     assert f"mnemo: {document['error']}" == message and document["hint"] == hint.strip()
+
+
+@pytest.mark.parametrize("argv", [["candidates"], ["candidates", "list"],
+                                  ["candidates", "reject", "c0000"],
+                                  ["candidates", "accept", "c0000", "--scope", "global"]],
+                         ids=" ".join)
+def test_candidates_in_an_unbound_directory_say_they_are_per_workspace(
+        argv: list[str], tmp_path: Path) -> None:
+    # They said "nothing was written … or use --scope global", an option
+    # `list` and `reject` lack, and that does not reach a workspace's candidates.
+    result = runner.invoke(app, argv)
+    assert result.exit_code == ExitCode.UNBOUND, result.output
+    assert "candidates are kept per workspace" in result.stderr
+    assert "--scope" not in result.stderr and "nothing was written" not in result.stderr
+
+
+def test_bind_of_an_empty_path_binds_nothing(make_repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo("app")
+    monkeypatch.chdir(repo)
+    result = runner.invoke(app, ["bind", ""])
+    assert result.exit_code == ExitCode.USAGE
+    assert "the path is empty" in result.stderr
+    assert not (repo / ".mnemosyne-id").exists()
+
+
+def test_an_id_or_session_that_is_not_utf8_is_a_usage_error_not_a_traceback(
+        bound: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With a row to compare it with, the id reached SQLite: UnicodeEncodeError.
+    assert runner.invoke(app, ["remember", "We deploy with make release"]).exit_code == 0
+    for argv in (["forget", "\udcff" * 4], ["forget", "\udcff" * 16]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "not UTF-8" in result.stderr and isinstance(result.exception, SystemExit)
+    for key, value in (("recall_mode", "session"), ("auto_write_scope", "session")):
+        assert runner.invoke(app, ["config", "set", key, value]).exit_code == 0
+    result = runner.invoke(app, ["remember", "--session", "\udcff\udcff", "--scope", "session",
+                                 "text", "--json"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "'--session'" in json.loads(result.stdout)["error"]
+    monkeypatch.setenv("MNEMO_SESSION_ID", "\udcff")
+    for argv in (["remember", "--scope", "session", "text"], ["recall", "text"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "MNEMO_SESSION_ID" in result.stderr and "not UTF-8" in result.stderr
 
 
 def test_an_id_too_short_for_a_prefix_says_how_long_one_must_be(bound: Path) -> None:

@@ -68,6 +68,7 @@ def test_a_new_install_is_private_from_the_first_file(make_repo, data_dir: Path)
     assert any(n.startswith("backups/") and n.endswith(".db") for n in names)
     assert any(n.startswith("migrations/") and n.endswith(".rows.json") for n in names)
     assert exposed(data_dir) == {}
+    assert paths.data_dir_owner(data_dir) == (True, [])  # every name there is mnemo's
     assert found["."] == 0o700 and found["hooks/mnemo-hook.sh"] == 0o700
     assert found["identity.json"] == 0o600
 
@@ -142,3 +143,71 @@ def test_secure_process_never_raises_and_skips_a_missing_data_dir(tmp_path: Path
         assert fsutil.secure_process(a_file) is False  # not a directory: nothing to do
     finally:
         os.umask(previous)
+
+
+def test_a_directory_of_the_users_given_as_data_dir_keeps_every_mode(
+        tmp_path: Path, make_repo) -> None:
+    # `--data-dir ~` (or a project) used to chmod the whole tree 0700/0600 on the
+    # first command, a read-only one included, and to leave a stamp there.
+    home = tmp_path / "me"  # a home, as the tester's `--data-dir ~`
+    site = home / "public_html"
+    site.mkdir(parents=True)
+    (site / "index.html").write_text("hi")
+    (home / "run.sh").write_text("#!/bin/sh\n")
+    os.chmod(home / "run.sh", 0o755)
+    os.chmod(site / "index.html", 0o644)
+    for folder in (home, site):
+        os.chmod(folder, 0o755)
+    before = modes(home)
+    repo = make_repo("app")
+    mnemo("--data-dir", str(home), "config", "path", cwd=repo)
+    assert modes(home) == before
+    assert not paths.privacy_stamp(home).exists()
+    # A write puts mnemo's files there, private; the user's keep their modes.
+    mnemo("--data-dir", str(home), "remember", "--scope", "global", "We use tabs", cwd=repo)
+    after = modes(home)
+    assert {name: after[name] for name in before} == before
+    assert after["banks"] == 0o700 and not exposed(home / "banks")
+    assert not paths.privacy_stamp(home).exists()
+    doctor = mnemo("--data-dir", str(home), "doctor", "--json", cwd=repo, check=False)
+    check = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}["privacy"]
+    assert check["status"] == "warn" and "public_html" in check["details"]["foreign"]
+    assert "chmod" not in check["fix"]
+    # The same through MNEMO_DATA_DIR=. in a repository.
+    (repo / "build.sh").write_text("#!/bin/sh\n")
+    for path in (repo, repo / ".git", repo / "build.sh"):
+        os.chmod(path, 0o755)
+    done = subprocess.run([mnemo_executable(), "status"], cwd=repo, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "MNEMO_DATA_DIR": "."},
+                          preexec_fn=lambda: os.umask(0o022))
+    assert done.returncode == 0, done.stderr
+    for path in (repo, repo / ".git", repo / "build.sh"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o755, path
+
+
+def test_an_empty_data_dir_is_a_usage_error(make_repo) -> None:
+    repo = make_repo("app")
+    before = sorted(p.name for p in repo.iterdir())
+    for args in (("--data-dir", "", "config", "path"),
+                 ("--data-dir", "", "remember", "--scope", "global", "x"),
+                 ("--data-dir=", "status", "--json")):
+        done = mnemo(*args, cwd=repo, check=False)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "--data-dir" in done.stderr and "empty" in done.stderr
+    assert sorted(p.name for p in repo.iterdir()) == before
+
+
+def test_only_a_directory_that_holds_mnemos_data_alone_is_mnemos(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    assert paths.data_dir_owner(data) == (False, [])  # empty: nothing to fix yet
+    for name in ("identity.json", "identity.json.corrupt-20250101T000000-001", "banks",
+                 "mnemosyne.db-wal", ".identity.json.abc123.tmp", "logs", "config.yaml"):
+        (data / name).mkdir() if name in ("banks", "logs") else (data / name).write_text("")
+    assert paths.data_dir_owner(data) == (True, [])
+    (data / "notes.txt").write_text("mine")
+    assert paths.data_dir_owner(data) == (False, ["notes.txt"])
+    generic = tmp_path / "app"  # a project's own logs/ and config.yaml are not mnemo's
+    (generic / "logs").mkdir(parents=True)
+    (generic / "config.yaml").write_text("")
+    assert paths.data_dir_owner(generic) == (False, [])

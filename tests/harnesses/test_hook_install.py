@@ -411,3 +411,25 @@ def test_cli_status_exits_8_when_the_harness_cannot_read_its_config(
     assert result.exit_code == 8 and document["config_exists"] is False
     assert any(str(path) in problem for problem in document["problems"])
     assert path.read_text(encoding="utf-8") == '{"hooks": {'  # left as it was
+
+
+def test_a_config_that_is_a_symlink_loop_is_not_called_missing(data_dir: Path) -> None:
+    # `Path.exists()` is false for a loop: status said "does not exist" (exit 8
+    # all the same), and doctor said nothing about the harness at all.
+    path = home() / ".claude/settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(path)
+    result = runner.invoke(app, ["hooks", "status", "--harness", "claude-code", "--json"])
+    document = json.loads(result.stdout)
+    assert result.exit_code == 8 and document["config_exists"] is False
+    assert document["problems"] == [
+        f"cannot read {path}: Too many levels of symbolic links"]
+    doctor = json.loads(runner.invoke(app, ["doctor", "--json"]).stdout)
+    check = {c["name"]: c for c in doctor["checks"]}["hooks:claude-code"]
+    assert check["status"] == "warn" and "symbolic links" in check["summary"]
+    assert path.is_symlink()  # left as it was
+    path.unlink()  # a symbolic link to nothing yet is a file not there yet
+    path.symlink_to(path.with_name("elsewhere.json"))
+    document = json.loads(runner.invoke(app, ["hooks", "status", "--harness", "claude-code",
+                                              "--json"]).stdout)
+    assert document["problems"] == [f"{path} does not exist"]

@@ -552,3 +552,23 @@ def test_the_numpy_stand_in_nests_and_is_removed_when_the_last_import_ends() -> 
                           timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [True, True, True, True, True]
+
+
+def test_a_variable_upstream_cannot_read_at_import_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # One `config.UPSTREAM_NUMBERS` does not list (a later upstream's): the
+    # ValueError its import raises quotes the value, which names the variable.
+    from dsh_mnemo.errors import ConfigError
+
+    def failing() -> None:
+        raise ValueError("invalid literal for int() with base 10: 'lots'")
+
+    monkeypatch.setattr(driver, "_import_upstream", failing)
+    monkeypatch.setenv("MNEMOSYNE_SOME_NEW_LIMIT", "lots")
+    with pytest.raises(ConfigError) as caught:
+        driver._import_checked()
+    assert "MNEMOSYNE_SOME_NEW_LIMIT" in caught.value.message
+    assert caught.value.hint and "unset MNEMOSYNE_SOME_NEW_LIMIT" in caught.value.hint
+    monkeypatch.delenv("MNEMOSYNE_SOME_NEW_LIMIT")
+    with pytest.raises(ValueError):  # not a variable's: a bug, shown as one
+        driver._import_checked()

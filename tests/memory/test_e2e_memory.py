@@ -131,3 +131,29 @@ def test_competition_aged_rows_and_cron_sleep(projects, data_dir, isolated_env):
     assert by_ns[s_small["namespace"]]["working"] == 2
     assert not (home / ".hermes").exists()
     assert not paths.default_db_path(data_dir).exists()  # upstream's import-time init wrote none
+
+
+@pytest.mark.parametrize("name, value, what", [
+    ("MNEMOSYNE_WM_MAX_ITEMS", "abc", "a whole number"),
+    ("MNEMOSYNE_WM_TTL_HOURS", "1.5", "a whole number"),  # upstream reads it with int()
+    ("MNEMOSYNE_RECENCY_HALFLIFE", "soon", "a number"),
+])
+def test_a_mnemosyne_variable_it_cannot_read_is_a_config_error(
+        projects, isolated_env, monkeypatch: pytest.MonkeyPatch, name: str, value: str,
+        what: str) -> None:
+    # Upstream's beam module converts these when it is imported: a ValueError
+    # there was a traceback (exit 1) in every command that reads or writes.
+    repo = projects / "app"
+    bind(repo)
+    monkeypatch.setenv(name, value)
+    done = run(repo, "remember", "We deploy with make release", "--json", check=False)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    error = json.loads(done.stdout)
+    assert error["error"] == f"the environment variable {name} must be {what}, not {value!r}"
+    assert f"unset {name}" in error["hint"]
+    doctor = json.loads(run(repo, "doctor", "--json", check=False).stdout)
+    check = {c["name"]: c for c in doctor["checks"]}["config"]
+    assert check["status"] == "fail" and name in check["summary"]
+    monkeypatch.delenv(name)
+    run(repo, "remember", "We deploy with make release")
