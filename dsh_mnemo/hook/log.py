@@ -59,7 +59,11 @@ def write(message: str, *, harness: str = "-", event: str = "-", level: str = "e
           base: Path | None = None) -> None:
     try:
         path = log_path(base)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            # 0700 even when this hook fails before it set the private umask
+            from ..fsutil import make_dirs
+
+            make_dirs(path.parent)
         try:
             if path.stat().st_size > MAX_BYTES:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))

@@ -211,3 +211,14 @@ def test_only_a_directory_that_holds_mnemos_data_alone_is_mnemos(tmp_path: Path)
     (generic / "logs").mkdir(parents=True)
     (generic / "config.yaml").write_text("")
     assert paths.data_dir_owner(generic) == (False, [])
+
+
+def test_a_hook_that_fails_before_anything_else_logs_into_a_private_folder(
+        tmp_path: Path, data_dir: Path) -> None:
+    # A hook with a bad argument logs before it has set the private umask: the
+    # log's folder (and the data dir it may create) must still be 0700.
+    done = mnemo("hook", "prompt", "--harness", "no-such-harness", cwd=tmp_path, check=False)
+    assert done.returncode == 0 and done.stdout == ""
+    log = data_dir / "logs" / "hook.log"
+    assert "no-such-harness" in log.read_text()
+    assert exposed(data_dir) == {}
