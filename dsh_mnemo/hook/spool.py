@@ -130,10 +130,11 @@ class SpoolState:
         return out
 
     def reset(self) -> None:
-        """Forget the session's turns and counts.  `hinted` and `standing` stay: a
-        session can be resumed after it ended (`codex exec resume`), and its context
-        already holds the hint and the standing block."""
-        self.turns, self.captured, self.targets, self.recent = [], 0, [], []
+        """Forget the session's counts, never a turn (the callers reset a spool with
+        none left).  `hinted` and `standing` stay: a session can be resumed after it
+        ended (`codex exec resume`), and its context already holds the hint and the
+        standing block."""
+        self.captured, self.targets, self.recent = 0, [], []
         self.ended = False
 
 
@@ -257,6 +258,7 @@ class Spool:
                 return self._claim_open_turns(state, exclude=open_turns[-1].id), 0
             dropped = _enforce_bounds(state, incoming=len(text))
             to_store = self._claim_open_turns(state)
+            state.ended = False  # a new prompt: the session goes on (resumed)
             state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
                                     session_id=session_id, at=now_ms(), workspace=workspace))
             return to_store, dropped
@@ -374,13 +376,17 @@ class Spool:
         return digest(text) in self._load().recent
 
     def end_session(self) -> SpoolState:
-        """The session's final state; the spool file is removed if nothing is left."""
+        """The session's final state; the spool file is removed if nothing is left.
+
+        Only turns already stored have left the spool: a turn still pending
+        stays for a later hook, whether a worker is storing it, the database
+        sent it back, or it was spooled since (the session goes on, resumed).
+        """
         with self.locked() as state:
             final = SpoolState(turns=list(state.turns), captured=state.captured,
                                targets=[list(t) for t in state.targets])
-            if any(t.claim_pid is not None for t in state.turns):
-                # A worker is still storing turns (in the background): the last one
-                # to finish closes the spool.
+            if state.turns:
+                # The last worker to store the session's turns closes the spool.
                 state.ended = True
             else:
                 state.reset()

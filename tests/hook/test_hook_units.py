@@ -293,6 +293,17 @@ def test_spool_releases_failed_turns_and_reclaims_dead_claims(tmp_path: Path) ->
     assert [t.text for t in stale] == ["one"] and stale[0].stale
 
 
+def test_a_session_end_keeps_a_prompt_spooled_while_it_was_storing(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "codex", "S", "/w")
+    spool.add_prompt("first", "/w", "S")
+    taken = spool.take_all()  # the session end's worker claims it
+    spool.add_prompt("resumed", "/w", "S")  # the session goes on meanwhile
+    spool.finish(taken, [("bank", "ns")])
+    final = spool.end_session()
+    assert final.captured == 1 and final.targets == [["bank", "ns"]]
+    assert [t.text for t in spool.take_all()] == ["resumed"]
+
+
 def test_a_spool_keeps_every_turn_beyond_the_old_32_while_nothing_can_be_stored(
         tmp_path: Path) -> None:
     spool = Spool(tmp_path, "claude-code", "S", "/w")
