@@ -38,6 +38,9 @@ STALE_CLAIM_MS = 120_000
 LOCK_TIMEOUT = 1.0
 FORGET_AFTER_MS = 14 * 86_400_000  # leftovers of sessions silent this long are swept
 ABANDONED_AFTER_MS = 6 * 3_600_000  # a session silent this long will not end its turn
+# An ended session has no next hook: a turn its end could not store (a busy bank)
+# is taken up by another session's hook once the spool has been this quiet.
+ENDED_AFTER_MS = STALE_CLAIM_MS
 
 
 RECENT = 16
@@ -433,26 +436,37 @@ def stale_claims(base: Path) -> list[Spool]:
     return found
 
 
-def _has_turns(path: Path) -> bool:
+def _pending(path: Path) -> tuple[bool, bool]:
+    """(the spool holds turns, its session ended)."""
     try:
-        return bool(json.loads(path.read_text(encoding="utf-8")).get("turns"))
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return bool(raw.get("turns")), raw.get("ended") is True
     except (OSError, ValueError, AttributeError):
-        return False
+        return False, False
+
+
+def _has_turns(path: Path) -> bool:
+    return _pending(path)[0]
 
 
 def abandoned_spools(base: Path, *, exclude: Path | None = None, limit: int = 3,
                      silent_ms: int = ABANDONED_AFTER_MS) -> list[Spool]:
-    """Spools of sessions silent for `silent_ms` that still hold turns."""
+    """Spools that still hold turns of a session silent for `silent_ms`, or of one
+    that ended and has been quiet for ENDED_AFTER_MS."""
     folder = base / "spool"
     if not folder.is_dir():
         return []
-    horizon = time.time() - silent_ms / 1000
+    now = time.time()
     found: list[Spool] = []
     for path in sorted(folder.glob("*.json")):
         if path == exclude:
             continue
         try:
-            if path.stat().st_mtime >= horizon or not _has_turns(path):
+            quiet = now - path.stat().st_mtime
+            if quiet <= min(silent_ms, ENDED_AFTER_MS) / 1000:
+                continue
+            turns, ended = _pending(path)
+            if not turns or (quiet <= silent_ms / 1000 and not ended):
                 continue
         except OSError:
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -302,6 +303,35 @@ def test_a_session_end_keeps_a_prompt_spooled_while_it_was_storing(tmp_path: Pat
     final = spool.end_session()
     assert final.captured == 1 and final.targets == [["bank", "ns"]]
     assert [t.text for t in spool.take_all()] == ["resumed"]
+
+
+def test_a_session_end_keeps_the_turns_the_database_sent_back(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/w")
+    spool.add_prompt("kept", "/w", "S")
+    spool.finish([], [], failed=spool.take_all())  # busy: the claim is released
+    spool.end_session()
+    again = spool.take_all()
+    assert [t.text for t in again] == ["kept"]
+    spool.finish(again, [("bank", "ns")])
+    # the store that emptied the ended session's spool closed it
+    assert not spool.path.exists()
+
+
+def test_an_ended_sessions_leftovers_are_taken_up_after_two_quiet_minutes(
+        tmp_path: Path) -> None:
+    from dsh_mnemo.hook.spool import abandoned_spools
+
+    ended = Spool(tmp_path, "codex", "ended", "/w")
+    ended.add_prompt("sent back at the end", "/w", "ended")
+    ended.finish([], [], failed=ended.take_all())
+    ended.end_session()
+    live = Spool(tmp_path, "codex", "live", "/w")
+    live.add_prompt("its turn end is still to come", "/w", "live")
+    assert abandoned_spools(tmp_path) == []
+    quiet = time.time() - 121
+    for path in (ended.path, live.path):
+        os.utime(path, (quiet, quiet))
+    assert [s.path for s in abandoned_spools(tmp_path)] == [ended.path]
 
 
 def test_a_spool_keeps_every_turn_beyond_the_old_32_while_nothing_can_be_stored(

@@ -459,6 +459,38 @@ def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_fre
     assert "stayed locked" in served.log()  # it met the lock, and did not give up
 
 
+def test_a_session_end_that_meets_a_locked_bank_keeps_its_turn_until_the_server_stores_it(
+        served: Served) -> None:
+    """The session is over: its end must not close the spool on a turn it could not store."""
+    import sqlite3
+
+    start(served)
+    served.call("prompt", session="se", text="Where is the changelog?")
+    served.call("turn-end", session="se", text="In docs/CHANGELOG.md.")
+    served.settle()
+    db = served.repo.db(served.data)
+    holder = sqlite3.connect(db, timeout=0, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # `mnemo sleep --all` from cron, say
+    released = threading.Event()
+
+    def release_later() -> None:
+        time.sleep(7.0)  # past upstream's 5 s busy timeout: the store is sent back
+        holder.rollback()
+        released.set()
+
+    served.call("prompt", session="se", text="Which license do we use?")
+    ended = served.call("session-end", session="se")
+    assert ended.returncode == 0
+    threading.Thread(target=release_later, daemon=True).start()
+    assert released.wait(15)
+    served.settle(timeout=60)
+    rows = served.contents()
+    assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
+    assert "stayed locked" in served.log()
+    for spooled in (served.data / "spool").glob("*.json"):  # stored, then closed
+        assert json.loads(spooled.read_text())["turns"] == []
+
+
 def test_housekeeping_starts_no_job_while_a_prompt_is_being_answered(tmp_path: Path) -> None:
     """Stores and consolidation wait for a gap between prompts (bounded), so the
     CPU and the embedding model are the prompt's while it is answered."""
