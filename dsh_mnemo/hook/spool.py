@@ -321,7 +321,8 @@ class Spool:
             return taken
 
     def end_turn(self, user: str | None, reply: str | None, cwd: str | None,
-                 session_id: str | None) -> tuple[list[Turn], int]:
+                 session_id: str | None, *, where: str | None = None,
+                 workspace: str | None = None) -> tuple[list[Turn], int]:
         """Record how the turn ended, then claim every pending turn.
 
         `user` is the user's message when the turn-end event carries it (a
@@ -330,25 +331,33 @@ class Spool:
         happens to the process that stores them, the next hook finds them.
         A message or reply already pending, claimed or recently stored (the
         same turn end twice, a retry after a server died mid-request) is not
-        added again.  Returns the claimed turns and how many old unclaimed
-        ones the bounds dropped.
+        added again.  The reply goes with the last open turn typed where the
+        turn ended (in `where`, the directory the event named, `cwd` if not
+        given, or in `workspace`, the identity key of `cwd`'s workspace),
+        never with one typed elsewhere: a session id used in two repositories
+        must not carry one's reply into the other.  Returns the claimed turns
+        and how many old unclaimed ones the bounds dropped.
         """
+        where = cwd if where is None else where
         with self.locked() as state:
             dropped = 0
             if (user and not any(t.text == user for t in state.turns)
                     and digest(user) not in state.recent):
                 dropped += _enforce_bounds(state, incoming=len(user))
                 state.turns.append(Turn(id=os.urandom(8).hex(), text=user, cwd=cwd,
-                                        session_id=session_id, at=now_ms()))
+                                        session_id=session_id, at=now_ms(),
+                                        workspace=workspace))
             if (reply and not any(t.reply == reply for t in state.turns)
                     and reply_digest(reply) not in state.recent):
-                open_turns = [t for t in state.turns if t.claim_pid is None]
+                open_turns = _typed_at([t for t in state.turns if t.claim_pid is None],
+                                       where, workspace)
                 if open_turns and open_turns[-1].reply is None:
                     open_turns[-1].reply = reply
                 elif cwd:
                     dropped += _enforce_bounds(state, incoming=len(reply))
                     state.turns.append(Turn(id=os.urandom(8).hex(), text="", cwd=cwd,
-                                            session_id=session_id, at=now_ms(), reply=reply))
+                                            session_id=session_id, at=now_ms(), reply=reply,
+                                            workspace=workspace))
             return self._claim_open_turns(state), dropped
 
     def finish(self, stored: list[Turn], targets: list[tuple[str, str]],
@@ -394,6 +403,19 @@ class Spool:
             else:
                 state.reset()
         return final
+
+
+def _typed_at(turns: list[Turn], where: str | None, workspace: str | None) -> list[Turn]:
+    """The turns typed in the directory `where` or in the workspace `workspace`.
+
+    Nothing known of where the turn ended: the turns, if they were all typed in
+    one place (no other repository they could belong to), else none."""
+    if not where and workspace is None:
+        return turns if len({t.workspace or t.cwd for t in turns}) <= 1 else []
+    place = os.path.normpath(where) if where else None
+    return [t for t in turns
+            if (workspace is not None and t.workspace == workspace)
+            or (place is not None and t.cwd is not None and os.path.normpath(t.cwd) == place)]
 
 
 def _enforce_bounds(state: SpoolState, *, incoming: int) -> int:

@@ -428,6 +428,29 @@ def test_reply_falls_back_to_the_transcript_when_the_event_lacks_it(repo: Path, 
     assert "[ASSISTANT] Use the blue deploy lane." in rows
 
 
+def test_a_session_id_used_in_two_repositories_keeps_each_reply_in_its_own(
+        make_repo, data_dir: Path) -> None:
+    from tests.conftest import bind_repo
+
+    configure(capture__roles=["user", "assistant"])
+    a, b = bind_repo(make_repo("alpha")), bind_repo(make_repo("beta"))
+
+    def hook(kind: str, document: dict) -> None:
+        run_inprocess(kind, "generic", {"session_id": "main", **document})
+
+    hook("prompt", {"cwd": str(a.path), "prompt": "question typed in alpha"})
+    hook("prompt", {"cwd": str(b.path), "prompt": "question typed in beta"})
+    hook("turn-end", {"cwd": str(a.path), "assistant": "ALPHA-ONLY: alpha's internals"})
+    hook("turn-end", {"cwd": str(b.path), "assistant": "the answer about beta"})
+    rows: dict[str, list[str]] = {}
+    for _, namespace, content in all_rows(data_dir, ("working_memory",)):
+        rows.setdefault(namespace, []).append(content)
+    assert sorted(rows[a.namespace]) == ["[ASSISTANT] ALPHA-ONLY: alpha's internals",
+                                         "[USER] question typed in alpha"]
+    assert sorted(rows[b.namespace]) == ["[ASSISTANT] the answer about beta",
+                                         "[USER] question typed in beta"]
+
+
 # ─── A turn whose directory is gone before it is stored ────────────────────
 
 def _rows_by_namespace(data_dir: Path) -> dict[str, list[str]]:

@@ -294,6 +294,27 @@ def test_spool_releases_failed_turns_and_reclaims_dead_claims(tmp_path: Path) ->
     assert [t.text for t in stale] == ["one"] and stale[0].stale
 
 
+def test_a_reply_pairs_only_with_a_turn_typed_where_the_turn_ended(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "generic", "main", "/a")
+    spool.add_prompt("asked in a", "/a", "main", "id:a")
+    displaced, _ = spool.add_prompt("asked in b", "/b", "main", "id:b")
+    spool.finish(displaced, [("bank-a", "ns-a")])  # the prompt in b stored a's turn
+    # a's reply never goes with b's turn: it is a turn of its own, in a
+    taken, _ = spool.end_turn(None, "reply in a", "/a", "main", workspace="id:a")
+    assert sorted((t.text, t.cwd, t.workspace, t.reply) for t in taken) == [
+        ("", "/a", "id:a", "reply in a"), ("asked in b", "/b", "id:b", None)]
+    spool.finish(taken, [])
+    # a subdirectory of the workspace the prompt was typed in is the same place
+    spool.add_prompt("asked at the top", "/a", "main", "id:a")
+    taken, _ = spool.end_turn(None, "reply from a/src", "/a/src", "main", workspace="id:a")
+    assert [(t.text, t.reply) for t in taken] == [("asked at the top", "reply from a/src")]
+    spool.finish(taken, [])
+    # where the turn ended is unknown: it pairs only if no other place is pending
+    spool.add_prompt("only one place", "/a", "main", "id:a")
+    taken, _ = spool.end_turn(None, "unplaced reply", None, "main")
+    assert [(t.text, t.reply) for t in taken] == [("only one place", "unplaced reply")]
+
+
 def test_a_session_end_keeps_a_prompt_spooled_while_it_was_storing(tmp_path: Path) -> None:
     spool = Spool(tmp_path, "codex", "S", "/w")
     spool.add_prompt("first", "/w", "S")
