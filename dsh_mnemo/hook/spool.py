@@ -6,15 +6,16 @@ the session's pending turn; turn-end stores it.  A turn whose turn-end never
 came is stored by the session's next prompt or by session-end.
 
 One small JSON file per (harness, session) in `<data dir>/spool/`, changed
-only under a `flock` and replaced atomically.  "Never twice": a turn is
-*claimed* (with the claimer's pid) before it is written to the database and
-removed after; a claim left by a process that died mid-write (or that ran
-out of time) is picked up again as `stale`, and the caller checks the
-database before storing it.  "Never lost": a claimed turn leaves the spool
-only when its claimer stored it.  The spool is bounded (`MAX_PENDING` turns,
-`MAX_BYTES` of text per session): past that the oldest turns nobody is
-storing are dropped, and the caller logs how many — the one way a turn can
-be lost, and never silently.
+only under a `flock` and replaced atomically (synced first).  A damaged file
+is set aside as `*.corrupt-*` and logged; the turns that still parse in it
+are kept.  "Never twice": a turn is *claimed* (with the claimer's pid)
+before it is written to the database and removed after; a claim left by a
+process that died mid-write (or that ran out of time) is picked up again as
+`stale`, and the caller checks the database before storing it.  "Never
+lost": a claimed turn leaves the spool only when its claimer stored it.  The
+spool is bounded (`MAX_PENDING` turns, `MAX_BYTES` of text per session):
+past that the oldest turns nobody is storing are dropped, and the caller
+logs how many — the one way a turn can be lost, and never silently.
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ class Spool:
         # Without a session id, turns pair by directory: the best key left.
         who = session_id if session_id else f"cwd:{cwd or ''}"
         digest = sha256_hex(f"{harness}\0{who}".encode("utf-8", "replace"))
+        self.harness = harness
         self.dir = base / "spool"
         self.path = self.dir / f"{digest[:40]}.json"
         self.lock_path = self.dir / f"{digest[:40]}.lock"
@@ -173,23 +175,28 @@ class Spool:
     def at(cls, path: Path) -> Spool:
         """The spool stored in `path` (for recovering other sessions' turns)."""
         spool = cls.__new__(cls)
+        spool.harness = "-"
         spool.dir = path.parent
         spool.path = path
         spool.lock_path = path.with_suffix(".lock")
         return spool
 
-    def _load(self) -> SpoolState:
+    def _load(self, *, repair: bool = False) -> SpoolState:
+        """The spool's state.  A damaged file gives the turns that still parse in
+        it; with `repair` (under the lock) it is also set aside as `*.corrupt-*`,
+        logged, and the spool rewritten with those turns."""
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return SpoolState()
-        except (OSError, ValueError):
-            # A damaged spool is set aside, not trusted and not silently dropped.
-            with contextlib.suppress(OSError):
-                os.replace(self.path, self.path.with_suffix(f".corrupt-{now_ms()}"))
-            return SpoolState()
+        except OSError as exc:
+            return self._damaged(None, f"{type(exc).__name__}: {exc.strerror}", repair)
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError as exc:  # not UTF-8, or not JSON: a torn or damaged write
+            return self._damaged(data.decode("utf-8", "replace"), str(exc)[:120], repair)
         if not isinstance(raw, dict):
-            return SpoolState()
+            return self._damaged(None, f"a JSON {type(raw).__name__}, not an object", repair)
         turns = [t for t in (Turn.from_json(x) for x in raw.get("turns") or []) if t]
         targets = [list(map(str, t)) for t in raw.get("targets") or []
                    if isinstance(t, list) and len(t) == 2]
@@ -204,6 +211,29 @@ class Spool:
                           standing_given=[str(i) for i in given if isinstance(i, str)]
                           if isinstance(given, list) else None)
 
+    def _damaged(self, text: str | None, reason: str, repair: bool) -> SpoolState:
+        """What a damaged spool still holds: its turns that parse, nothing else."""
+        state = SpoolState(turns=_salvage(text) if text else [])
+        if not repair:
+            return state
+        from . import log
+
+        aside: Path | None = self.path.with_suffix(f".corrupt-{now_ms()}-{os.urandom(3).hex()}")
+        failure = None
+        try:
+            os.replace(self.path, aside)
+        except OSError as exc:
+            aside, failure = None, exc.strerror
+        # Not trusted, not silently dropped: the file is kept and the log says so.
+        log.write(f"damaged spool {self.path} ({reason}): "
+                  + (f"set aside as {aside.name}" if aside is not None
+                     else f"cannot set it aside ({failure})")
+                  + f"; {len(state.turns)} pending turn(s) recovered from it",
+                  harness=self.harness, event="spool", level="error", base=self.dir.parent)
+        if aside is not None:
+            self._save(state)
+        return state
+
     def _save(self, state: SpoolState) -> None:
         if not state.turns and not state.captured and not state.hinted and not state.standing:
             with contextlib.suppress(FileNotFoundError):
@@ -212,10 +242,29 @@ class Spool:
         state.updated = now_ms()
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        # Rename is atomic; readers see the old or the new spool, never half.
-        tmp.write_text(json.dumps(state.to_json(), ensure_ascii=False), encoding="utf-8")
-        os.chmod(tmp, 0o600)
+        data = json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
+        # Written and synced before the rename, the rename synced after: readers see
+        # the old or the new spool, and a crash or power loss never leaves it torn.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, 0o600)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        os.close(fd)
         os.replace(tmp, self.path)
+        with contextlib.suppress(OSError):
+            folder = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[SpoolState]:
@@ -223,7 +272,7 @@ class Spool:
 
         self.dir.mkdir(parents=True, exist_ok=True)
         with file_lock(self.lock_path, timeout=LOCK_TIMEOUT, what="hook spool lock"):
-            state = self._load()
+            state = self._load(repair=True)
             before = json.dumps(state.to_json(), sort_keys=True)
             yield state
             if json.dumps(state.to_json(), sort_keys=True) != before:
@@ -405,6 +454,29 @@ class Spool:
         return final
 
 
+def _salvage(text: str) -> list[Turn]:
+    """The turns of a damaged spool's text that still parse: each whole object of
+    its `turns` list, up to the first that does not (a torn write cuts the end)."""
+    start = text.find("[", text.find('"turns"') + 1) if '"turns"' in text else -1
+    if start < 0:
+        return []
+    decoder = json.JSONDecoder()
+    turns: list[Turn] = []
+    at = start + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] != "{":
+            return turns
+        try:
+            raw, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return turns
+        turn = Turn.from_json(raw)
+        if turn is not None:
+            turns.append(turn)
+
+
 def _typed_at(turns: list[Turn], where: str | None, workspace: str | None) -> list[Turn]:
     """The turns typed in the directory `where` or in the workspace `workspace`.
 
@@ -459,11 +531,14 @@ def stale_claims(base: Path) -> list[Spool]:
 
 
 def _pending(path: Path) -> tuple[bool, bool]:
-    """(the spool holds turns, its session ended)."""
+    """(the spool holds turns, its session ended); a damaged spool may hold some
+    (the hook that takes them up salvages what still parses)."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         return bool(raw.get("turns")), raw.get("ended") is True
-    except (OSError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
+        return True, False
+    except OSError:
         return False, False
 
 

@@ -451,6 +451,23 @@ def test_a_session_id_used_in_two_repositories_keeps_each_reply_in_its_own(
                                          "[USER] question typed in beta"]
 
 
+def test_a_damaged_spool_keeps_what_parses_and_is_logged_and_reported(
+        repo: Path, data_dir: Path) -> None:
+    from dsh_mnemo import doctor
+
+    run_inprocess("prompt", "claude-code", payload(
+        "claude-code", "prompt", cwd=repo, session="t",
+        prompt="an important decision: we pin libfoo to 2.3"))
+    (spooled,) = (data_dir / "spool").glob("*.json")
+    spooled.write_text(spooled.read_text()[:-3])  # a torn write
+    run_inprocess("turn-end", "claude-code", payload("claude-code", "turn-end", cwd=repo,
+                                                     session="t", reply="ok"))
+    assert user_rows(data_dir) == ["[USER] an important decision: we pin libfoo to 2.3"]
+    assert "damaged spool" in log_text(data_dir)
+    check = doctor.check_spool(data_dir)
+    assert check.status == "warn" and ".corrupt-" in check.summary
+
+
 # ─── A turn whose directory is gone before it is stored ────────────────────
 
 def _rows_by_namespace(data_dir: Path) -> dict[str, list[str]]:

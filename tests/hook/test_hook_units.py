@@ -420,6 +420,59 @@ def test_spool_keys_sessions_apart_and_survives_a_corrupt_file(tmp_path: Path) -
     assert list(tmp_path.joinpath("spool").glob("*.corrupt-*"))
 
 
+def test_a_torn_spool_is_set_aside_logged_and_its_whole_turns_kept(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/w")
+    spool.add_prompt("we pin libfoo to 2.3", "/w", "S")
+    spool.add_prompt("and the cache TTL is 90 s", "/w", "S")  # claims the first one
+    whole = spool.path.read_text()
+    spool.path.write_text(whole[:-3])  # the end of the file never reached the disk
+    assert sorted(t.text for t in spool.take_all()) == ["and the cache TTL is 90 s"]
+    (aside,) = tmp_path.joinpath("spool").glob("*.corrupt-*")
+    assert aside.read_text() == whole[:-3]  # kept as it was found
+    line = (tmp_path / "logs" / "hook.log").read_text()
+    assert " error " in line and "damaged spool" in line and aside.name in line
+    assert "2 pending turn(s) recovered" in line
+    # the spool is whole again, with both turns (the first still claimed)
+    again = json.loads(spool.path.read_text())
+    assert [t["text"] for t in again["turns"]] == ["we pin libfoo to 2.3",
+                                                  "and the cache TTL is 90 s"]
+    # torn inside the second turn: the first is kept
+    spool.path.write_text(whole[:whole.index("and the cache")])
+    with spool.locked() as state:
+        assert [t.text for t in state.turns] == ["we pin libfoo to 2.3"]
+    assert len(list(tmp_path.joinpath("spool").glob("*.corrupt-*"))) == 2
+
+
+def test_a_damaged_spool_of_a_silent_session_is_taken_up_not_swept(tmp_path: Path) -> None:
+    from dsh_mnemo.hook.spool import abandoned_spools, sweep
+
+    spool = Spool(tmp_path, "cursor", "gone", "/w")
+    spool.add_prompt("typed before the crash", "/w", "gone")
+    spool.path.write_text(spool.path.read_text()[:-2])
+    old = 1_000_000_000
+    os.utime(spool.path, (old, old))
+    sweep(tmp_path)
+    assert spool.path.exists()  # it may hold turns: never removed as an empty spool
+    (found,) = abandoned_spools(tmp_path)
+    assert [t.text for t in found.take_all()] == ["typed before the crash"]
+
+
+def test_a_spool_is_synced_before_it_replaces_the_old_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    spool = Spool(tmp_path, "codex", "S", "/w")
+    spool.add_prompt("durable", "/w", "S")
+    assert synced[0].endswith(".tmp") and synced[1] == str(spool.dir)
+    assert not list(spool.dir.glob("*.tmp"))
+
+
 # ─── Log ───────────────────────────────────────────────────────────────────
 
 def test_log_is_one_line_per_entry_and_capped(tmp_path: Path) -> None:
