@@ -67,6 +67,11 @@ def test_cwd_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.chdir(tmp_path)
     event = parse_event({}, "codex", "prompt")
     assert (event.cwd, event.cwd_source) == (os.getcwd(), "process")
+    # a hook process with no directory (the resident server's client in a deleted
+    # one) has none: never the directory of the process that parses the event
+    for harness, document in (("codex", {}), ("cursor", {"workspace_roots": []})):
+        event = parse_event(document, harness, "prompt", process_cwd="")
+        assert (event.cwd, event.cwd_source) == (None, "none")
 
 
 def test_fields_of_the_wrong_type_are_ignored() -> None:

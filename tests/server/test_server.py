@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,33 @@ def test_a_hung_server_is_worked_around_within_the_deadline_and_nothing_is_doubl
     rows = served.contents()
     assert rows.count(f"[USER] {PROMPT}") == 1
     assert rows.count("[ASSISTANT] Yes: make release.") == 1
+
+
+def test_a_hook_from_a_deleted_directory_never_gets_the_servers_own(served: Served,
+                                                                    tmp_path: Path) -> None:
+    """The server runs in the directory of the hook that started it (a repository):
+    an event without a directory, from a client that has none, is no workspace."""
+    remember(served)
+    pid = start(served)
+    assert os.readlink(f"/proc/{pid}/cwd") == str(served.repo.path)
+    gone = tmp_path / "removed-worktree"
+    before = served.state().requests
+
+    def from_gone(kind: str, harness: str, document: dict[str, Any]) -> str:
+        script = f'mkdir -p "{gone}" && cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"'
+        done = subprocess.run(["sh", "-c", script, str(served.wrapper), kind, harness],
+                              input=json.dumps(document).encode(), capture_output=True,
+                              timeout=60, env=served.env)
+        return done.stdout.decode()
+
+    assert from_gone("prompt", "generic", {"session_id": "o", "prompt": PROMPT}) == ""
+    assert from_gone("prompt", "cursor", {"conversation_id": "cz", "workspace_roots": [],
+                                          "prompt": "a window without a folder"}) == ""
+    from_gone("turn-end", "cursor", {"conversation_id": "cz", "workspace_roots": [],
+                                     "status": "completed"})
+    served.settle()
+    assert served.state().requests == before + 3  # answered by the server, not in process
+    assert served.contents() == [FACT]
 
 
 def test_a_stale_socket_is_replaced_by_the_next_server(served: Served) -> None:
