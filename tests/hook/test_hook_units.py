@@ -478,6 +478,18 @@ def test_a_spool_is_synced_before_it_replaces_the_old_one(
     assert not list(spool.dir.glob("*.tmp"))
 
 
+def test_an_event_cut_at_the_read_deadline_is_an_error_not_bad_input(tmp_path: Path) -> None:
+    from dsh_mnemo.hook.entry import Answer, handle_event
+
+    half = b'{"session_id": "s", "prompt": "a long pasted log, line 1\\nline 2'
+    handle_event(Answer(), "prompt", "claude-code", half, None, tmp_path)
+    handle_event(Answer(), "prompt", "claude-code", half, None, tmp_path, cut=True)
+    junk, cut = (tmp_path / "logs" / "hook.log").read_text().splitlines()
+    assert " info " in junk and "stdin is not JSON" in junk
+    assert " error " in cut and "had not finished writing the event" in cut
+    assert f"({len(half)} bytes read)" in cut
+
+
 # ─── Log ───────────────────────────────────────────────────────────────────
 
 def test_log_is_one_line_per_entry_and_capped(tmp_path: Path) -> None:

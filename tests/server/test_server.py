@@ -195,6 +195,27 @@ def test_a_hook_from_a_deleted_directory_never_gets_the_servers_own(served: Serv
     assert served.contents() == [FACT]
 
 
+@pytest.mark.parametrize("pause", [1.5, 3.0])
+def test_an_event_still_being_written_at_half_the_deadline_is_read_on_and_kept(
+        served: Served, pause: float) -> None:
+    """The client stops reading at half the deadline: the in-process path it falls
+    back to reads on to the deadline (1.5 s), its worker after it (3 s)."""
+    from tests.hook.conftest import run_slowly
+
+    setup(hooks__deadline_seconds=2.0)
+    start(served)
+    pasted = "PASTED LOG: why does the build fail? " + "a line of the failing log\n" * 4000
+    done, _ = run_slowly([str(served.wrapper), "prompt", "claude-code"],
+                         served.event("prompt", "slow", pasted), pause=pause,
+                         env=served.env, cwd=served.repo.path)
+    assert done.returncode == 0
+    served.settle()
+    served.call("turn-end", session="slow", text="Fixed.")
+    served.settle()
+    rows = [r for r in served.contents() if r.startswith("[USER] PASTED LOG")]
+    assert len(rows) == 1, served.log()
+
+
 def test_a_stale_socket_is_replaced_by_the_next_server(served: Served) -> None:
     remember(served)
     pid = start(served)
