@@ -601,6 +601,24 @@ def check_hook_log(base: Path, now: float | None = None) -> Check:
                  details=details)
 
 
+def check_spool(base: Path) -> Check:
+    """Damaged spool files the hooks set aside (`spool/*.corrupt-*`); read-only."""
+    folder = base / "spool"
+    details: dict[str, Any] = {"path": str(folder)}
+    try:
+        aside = sorted(p.name for p in folder.glob("*.corrupt-*"))
+    except OSError:
+        aside = []
+    details["set_aside"] = aside
+    if not aside:
+        return Check("spool", OK, "no damaged spool file", details=details)
+    return Check("spool", WARN, f"{len(aside)} damaged spool file(s) set aside, e.g. "
+                 f"{folder / aside[-1]}", fix="Each held a session's pending turns; those "
+                 "that still parsed were kept and stored, and the hook log names each file. "
+                 "Read it for anything else worth keeping (`mnemo remember`), then delete it.",
+                 details=details)
+
+
 def _logged_at(stamp: str, zone: str | None) -> float:
     text = stamp.replace(" ", "T")
     if zone == "Z":
@@ -707,6 +725,7 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
     checks.append(check_server(base, settings))
     checks.append(check_embeddings(settings, base, workspace))
     checks.append(check_hook_log(base))
+    checks.append(check_spool(base))
     checks.append(check_schedule(base, bank_list))
     counts = {s: sum(1 for c in checks if c.status == s) for s in (OK, INFO, WARN, FAIL,
                                                                    UNKNOWN)}

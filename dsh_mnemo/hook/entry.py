@@ -29,6 +29,7 @@ a test-only switch to exercise the deadline from outside.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import sys
@@ -37,7 +38,7 @@ import time
 from pathlib import Path
 
 from ..harnesses.registry import EVENTS, NAMES, neutral_output
-from ..server.client import process_age, read_fd, run_dir
+from ..server.client import STDIN_HEAD, process_age, read_fd, run_dir
 from . import log, speed
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
@@ -50,6 +51,9 @@ DEFAULT_DEADLINE = 2.0
 # Below the spool's stale-claim age, so a live worker's claims are never
 # taken over by another hook.
 HOUSEKEEPING_SECONDS = 60
+# What the worker spends reading the rest of an event the harness was still
+# writing at the deadline (the answer is given by then: the turn is kept).
+LATE_READ_SECONDS = 10.0
 TEST_DELAY_ENV = "MNEMO_HOOK_TEST_DELAY"
 
 USAGE = "usage: mnemo hook " + "|".join(EVENTS) + " [--harness " + "|".join(NAMES) + "]"
@@ -94,7 +98,9 @@ def parse_argv(argv: list[str]) -> tuple[str, str]:
         item = items.pop(0)
         if item in ("-h", "--help"):
             raise ValueError(USAGE)
-        if item == "--harness":
+        if item == STDIN_HEAD and items:
+            items.pop(0)  # the hook client's, read by `stdin_head`
+        elif item == "--harness":
             if not items:
                 raise ValueError("--harness needs a value")
             harness = items.pop(0)
@@ -111,41 +117,84 @@ def parse_argv(argv: list[str]) -> tuple[str, str]:
     return event, harness
 
 
-def read_stdin(stream: Any, deadline_at: float | None = None) -> bytes:
-    """The event, at most MAX_STDIN_BYTES + 1 bytes (more is refused later).
+def stdin_head(argv: list[str]) -> bytes:
+    """The start of the event the hook client read before it fell back to this
+    process (`STDIN_HEAD FD`: the harness was still writing the rest), or b""."""
+    try:
+        fd = int(argv[argv.index(STDIN_HEAD) + 1])
+    except (ValueError, IndexError):
+        return b""
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        os.close(fd)
+    except OSError:
+        pass
+    return b"".join(chunks)
+
+
+def read_stdin(stream: Any, deadline_at: float | None = None,
+               head: bytes = b"") -> tuple[bytes, bool]:
+    """The event (after `head`, what the hook client read of it), at most
+    MAX_STDIN_BYTES + 1 bytes (more is refused later), and whether it ended.
 
     A real file descriptor is read with `select` until `deadline_at`: a
-    harness that never closes the hook's stdin must not hold it up.
+    harness that never closes the hook's stdin must not hold it up (False:
+    the deadline came first, the harness may still be writing).
     """
     if stream is None:
-        return b""
+        return head, True
     try:
         if hasattr(stream, "isatty") and stream.isatty():
-            return b""  # run by hand: no event
+            return head, True  # run by hand: no event
         fd = stream.fileno()
     except (OSError, ValueError, AttributeError):
         fd = None
     if fd is not None and deadline_at is not None:
-        return read_fd(fd, deadline_at, time.monotonic, MAX_STDIN_BYTES)
+        data, ended = read_fd(fd, deadline_at, time.monotonic, MAX_STDIN_BYTES - len(head))
+        return head + data, ended
     source = getattr(stream, "buffer", stream)
     try:
         data = source.read(MAX_STDIN_BYTES + 1)
     except (OSError, ValueError):
-        return b""
+        return head, True
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
-    return data or b""
+    return head + (data or b""), True
+
+
+def read_rest(raw: bytes, fd: int, base: Any, harness: str, kind: str) -> tuple[bytes, bool]:
+    """The event `raw` began, read on from `fd` for up to LATE_READ_SECONDS (a
+    forked worker, its parent gone with the neutral answer), and whether it ended.
+
+    An event that already parses is whole: its harness just never closes stdin."""
+    from .events import BadEvent, decode_payload
+
+    try:
+        decode_payload(raw)
+        return raw, True
+    except BadEvent:
+        pass
+    more, ended = read_fd(fd, time.monotonic() + LATE_READ_SECONDS, time.monotonic,
+                          MAX_STDIN_BYTES - len(raw))
+    log.write(f"the harness was still writing the event at the deadline ({len(raw)} bytes "
+              f"read): answered nothing; the worker read on ({len(more)} more bytes"
+              f"{'' if ended else ', still not the end'})", harness=harness, event=kind,
+              level="warning", base=base)
+    return raw + more, ended
 
 
 def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any,
                  base: Any, *, environ: Any = None, process_cwd: str | None = None,
-                 defer: Any = None) -> None:
+                 defer: Any = None, cut: bool = False) -> None:
     """Decode, parse and handle one event; always emits (the neutral answer at worst).
 
     The one implementation both transports share: a hook process calls it
     with its own environment, the resident server with its client's
     (`environ`, `process_cwd`) and a `defer` that queues the work after the
-    answer for its housekeeping thread.
+    answer for its housekeeping thread.  `cut`: the read of `raw` ended at its
+    deadline, not at the end of the event.
     """
     try:
         environ = os.environ if environ is None else environ
@@ -153,7 +202,8 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
         if delay:
             time.sleep(float(delay))
         if len(raw) > MAX_STDIN_BYTES:
-            raise ValueError(f"stdin larger than {MAX_STDIN_BYTES} bytes; ignored")
+            raise ValueError(f"stdin larger than {MAX_STDIN_BYTES} bytes; ignored, nothing "
+                             "of the event is captured")
         from .events import decode_payload, parse_event
         from .handlers import HANDLERS, HookRun
 
@@ -163,18 +213,25 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
                       emit=answer.emit, defer=defer)
         HANDLERS[kind](run, event)
     except BaseException as exc:  # noqa: BLE001 - fail open, whatever happened
-        level = "info" if type(exc).__name__ == "BadEvent" else "error"
-        log.write(log.describe(exc), harness=harness, event=kind, level=level, base=base)
+        bad = type(exc).__name__ == "BadEvent"
+        message = log.describe(exc)
+        if bad and cut:
+            # Not a harness sending junk: a turn lost to a slow writer.
+            message = (f"the harness had not finished writing the event by the read "
+                       f"deadline ({len(raw)} bytes read), nothing of it is captured: "
+                       f"{message}")
+        log.write(message, harness=harness, event=kind,
+                  level="info" if bad and not cut else "error", base=base)
     finally:
         answer.emit(neutral_output(harness, kind))
 
 
 def _work(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any, base: Any,
-          start_environ: dict[str, str] | None = None) -> None:
+          start_environ: dict[str, str] | None = None, cut: bool = False) -> None:
     starter = _Starter(start_environ, settings, base, harness, kind)
     try:
         handle_event(answer, kind, harness, raw, settings, base,
-                     defer=starter.defer if starter.pending else None)
+                     defer=starter.defer if starter.pending else None, cut=cut)
     finally:
         starter.start()
 
@@ -279,22 +336,23 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
         log.write(f"settings: {log.describe(exc)}", harness=harness, event=kind, base=base)
         _write(stdout, neutral_output(harness, kind))
         return 0
-    raw = read_stdin(stdin, None if in_process else started + deadline)
+    raw, ended = read_stdin(stdin, None if in_process else started + deadline,
+                            stdin_head(argv))
     if hard_exit and hasattr(os, "fork"):
         _run_forked(kind, harness, raw, settings, base, stdout, started + deadline, deadline,
-                    environ)
+                    environ, rest=None if ended else stdin)
     return _run_threaded(kind, harness, raw, settings, base, stdout, started, deadline,
-                         hard_exit, environ)
+                         hard_exit, environ, cut=not ended)
 
 
 def _run_threaded(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
                   stdout: IO[str], started: float, deadline: float, hard_exit: bool,
-                  environ: dict[str, str] | None = None) -> int:
+                  environ: dict[str, str] | None = None, cut: bool = False) -> int:
     if hard_exit:
         _quiet_process()
     answer = Answer()
     worker = threading.Thread(target=_work, name="mnemo-hook", daemon=True,
-                              args=(answer, kind, harness, raw, settings, base, environ))
+                              args=(answer, kind, harness, raw, settings, base, environ, cut))
     worker.start()
     answered = answer.ready.wait(max(0.0, deadline - (time.monotonic() - started)))
     if answered:
@@ -315,8 +373,11 @@ def _run_threaded(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
 
 def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
                 stdout: IO[str], deadline_at: float, deadline: float,
-                environ: dict[str, str] | None = None) -> None:
-    """Fork the worker and wait for its answer until `deadline_at`; never returns."""
+                environ: dict[str, str] | None = None, rest: Any = None) -> None:
+    """Fork the worker and wait for its answer until `deadline_at`; never returns.
+
+    `rest`: the stdin the harness was still writing the event to at the
+    deadline; the worker reads on from it (after its parent answered)."""
     try:
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -327,12 +388,20 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
     if pid == 0:  # the worker
         try:
             os.close(read_end)
+            late = None
+            if rest is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    late = os.dup(rest.fileno())  # before _detach puts /dev/null there
             _detach()
             from .background import hold
 
             with hold(base):
+                ended = True
+                if late is not None:
+                    raw, ended = read_rest(raw, late, base, harness, kind)
+                    os.close(late)
                 answer = Answer(sink=write_end)
-                _work(answer, kind, harness, raw, settings, base, environ)
+                _work(answer, kind, harness, raw, settings, base, environ, cut=not ended)
         except BaseException as exc:  # noqa: BLE001
             log.write(f"worker: {log.describe(exc)}", harness=harness, event=kind, base=base)
         finally:

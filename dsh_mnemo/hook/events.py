@@ -75,7 +75,8 @@ def resolve_cwd(payload: dict[str, object], harness: str,
     """Event `cwd` → `workspace_roots[0]` → the harness's project env var → process cwd.
 
     `environ` and `process_cwd` are the hook process's (the resident server
-    passes its client's); they default to this process's own.
+    passes its client's: `""` when the client had no directory, its own was
+    deleted); they default to this process's own.
 
     A non-empty event `cwd` is used as given even if it does not exist: guessing
     another directory could inject a different project's memory.
@@ -98,7 +99,7 @@ def resolve_cwd(payload: dict[str, object], harness: str,
             return value, f"env:{name}"
     # Harnesses run hooks in the session's directory, so this is the last resort.
     if process_cwd is not None:
-        return process_cwd, "process"
+        return (process_cwd, "process") if process_cwd else (None, "none")
     try:
         return os.getcwd(), "process"
     except OSError:

@@ -706,10 +706,12 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
         reply = clean_text(run, raw) or None
     try:
         # Durable first: the turn's reply is in the spool before the harness goes on.
+        # It pairs with a turn typed in the same workspace (or directory) only.
         turns, dropped = spool.end_turn(
             truncate(user, int(run.settings["capture.user_limit"])) or None,
             truncate(reply, int(run.settings["capture.assistant_limit"])) if reply else None,
-            cwd, event.session_id)
+            cwd, event.session_id, where=event.cwd,
+            workspace=workspace_key(cwd) if cwd and (user or reply) else None)
     finally:
         run.emit(neutral_output(run.harness, run.kind))  # nothing to say to the harness
     if dropped:

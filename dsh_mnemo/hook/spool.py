@@ -6,15 +6,16 @@ the session's pending turn; turn-end stores it.  A turn whose turn-end never
 came is stored by the session's next prompt or by session-end.
 
 One small JSON file per (harness, session) in `<data dir>/spool/`, changed
-only under a `flock` and replaced atomically.  "Never twice": a turn is
-*claimed* (with the claimer's pid) before it is written to the database and
-removed after; a claim left by a process that died mid-write (or that ran
-out of time) is picked up again as `stale`, and the caller checks the
-database before storing it.  "Never lost": a claimed turn leaves the spool
-only when its claimer stored it.  The spool is bounded (`MAX_PENDING` turns,
-`MAX_BYTES` of text per session): past that the oldest turns nobody is
-storing are dropped, and the caller logs how many — the one way a turn can
-be lost, and never silently.
+only under a `flock` and replaced atomically (synced first).  A damaged file
+is set aside as `*.corrupt-*` and logged; the turns that still parse in it
+are kept.  "Never twice": a turn is *claimed* (with the claimer's pid)
+before it is written to the database and removed after; a claim left by a
+process that died mid-write (or that ran out of time) is picked up again as
+`stale`, and the caller checks the database before storing it.  "Never
+lost": a claimed turn leaves the spool only when its claimer stored it.  The
+spool is bounded (`MAX_PENDING` turns, `MAX_BYTES` of text per session):
+past that the oldest turns nobody is storing are dropped, and the caller
+logs how many — the one way a turn can be lost, and never silently.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ STALE_CLAIM_MS = 120_000
 LOCK_TIMEOUT = 1.0
 FORGET_AFTER_MS = 14 * 86_400_000  # leftovers of sessions silent this long are swept
 ABANDONED_AFTER_MS = 6 * 3_600_000  # a session silent this long will not end its turn
+# An ended session has no next hook: a turn its end could not store (a busy bank)
+# is taken up by another session's hook once the spool has been this quiet.
+ENDED_AFTER_MS = STALE_CLAIM_MS
 
 
 RECENT = 16
@@ -130,10 +134,11 @@ class SpoolState:
         return out
 
     def reset(self) -> None:
-        """Forget the session's turns and counts.  `hinted` and `standing` stay: a
-        session can be resumed after it ended (`codex exec resume`), and its context
-        already holds the hint and the standing block."""
-        self.turns, self.captured, self.targets, self.recent = [], 0, [], []
+        """Forget the session's counts, never a turn (the callers reset a spool with
+        none left).  `hinted` and `standing` stay: a session can be resumed after it
+        ended (`codex exec resume`), and its context already holds the hint and the
+        standing block."""
+        self.captured, self.targets, self.recent = 0, [], []
         self.ended = False
 
 
@@ -161,6 +166,7 @@ class Spool:
         # Without a session id, turns pair by directory: the best key left.
         who = session_id if session_id else f"cwd:{cwd or ''}"
         digest = sha256_hex(f"{harness}\0{who}".encode("utf-8", "replace"))
+        self.harness = harness
         self.dir = base / "spool"
         self.path = self.dir / f"{digest[:40]}.json"
         self.lock_path = self.dir / f"{digest[:40]}.lock"
@@ -169,23 +175,28 @@ class Spool:
     def at(cls, path: Path) -> Spool:
         """The spool stored in `path` (for recovering other sessions' turns)."""
         spool = cls.__new__(cls)
+        spool.harness = "-"
         spool.dir = path.parent
         spool.path = path
         spool.lock_path = path.with_suffix(".lock")
         return spool
 
-    def _load(self) -> SpoolState:
+    def _load(self, *, repair: bool = False) -> SpoolState:
+        """The spool's state.  A damaged file gives the turns that still parse in
+        it; with `repair` (under the lock) it is also set aside as `*.corrupt-*`,
+        logged, and the spool rewritten with those turns."""
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return SpoolState()
-        except (OSError, ValueError):
-            # A damaged spool is set aside, not trusted and not silently dropped.
-            with contextlib.suppress(OSError):
-                os.replace(self.path, self.path.with_suffix(f".corrupt-{now_ms()}"))
-            return SpoolState()
+        except OSError as exc:
+            return self._damaged(None, f"{type(exc).__name__}: {exc.strerror}", repair)
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError as exc:  # not UTF-8, or not JSON: a torn or damaged write
+            return self._damaged(data.decode("utf-8", "replace"), str(exc)[:120], repair)
         if not isinstance(raw, dict):
-            return SpoolState()
+            return self._damaged(None, f"a JSON {type(raw).__name__}, not an object", repair)
         turns = [t for t in (Turn.from_json(x) for x in raw.get("turns") or []) if t]
         targets = [list(map(str, t)) for t in raw.get("targets") or []
                    if isinstance(t, list) and len(t) == 2]
@@ -200,6 +211,29 @@ class Spool:
                           standing_given=[str(i) for i in given if isinstance(i, str)]
                           if isinstance(given, list) else None)
 
+    def _damaged(self, text: str | None, reason: str, repair: bool) -> SpoolState:
+        """What a damaged spool still holds: its turns that parse, nothing else."""
+        state = SpoolState(turns=_salvage(text) if text else [])
+        if not repair:
+            return state
+        from . import log
+
+        aside: Path | None = self.path.with_suffix(f".corrupt-{now_ms()}-{os.urandom(3).hex()}")
+        failure = None
+        try:
+            os.replace(self.path, aside)
+        except OSError as exc:
+            aside, failure = None, exc.strerror
+        # Not trusted, not silently dropped: the file is kept and the log says so.
+        log.write(f"damaged spool {self.path} ({reason}): "
+                  + (f"set aside as {aside.name}" if aside is not None
+                     else f"cannot set it aside ({failure})")
+                  + f"; {len(state.turns)} pending turn(s) recovered from it",
+                  harness=self.harness, event="spool", level="error", base=self.dir.parent)
+        if aside is not None:
+            self._save(state)
+        return state
+
     def _save(self, state: SpoolState) -> None:
         if not state.turns and not state.captured and not state.hinted and not state.standing:
             with contextlib.suppress(FileNotFoundError):
@@ -208,10 +242,29 @@ class Spool:
         state.updated = now_ms()
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        # Rename is atomic; readers see the old or the new spool, never half.
-        tmp.write_text(json.dumps(state.to_json(), ensure_ascii=False), encoding="utf-8")
-        os.chmod(tmp, 0o600)
+        data = json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
+        # Written and synced before the rename, the rename synced after: readers see
+        # the old or the new spool, and a crash or power loss never leaves it torn.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, 0o600)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        os.close(fd)
         os.replace(tmp, self.path)
+        with contextlib.suppress(OSError):
+            folder = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[SpoolState]:
@@ -219,7 +272,7 @@ class Spool:
 
         self.dir.mkdir(parents=True, exist_ok=True)
         with file_lock(self.lock_path, timeout=LOCK_TIMEOUT, what="hook spool lock"):
-            state = self._load()
+            state = self._load(repair=True)
             before = json.dumps(state.to_json(), sort_keys=True)
             yield state
             if json.dumps(state.to_json(), sort_keys=True) != before:
@@ -257,6 +310,7 @@ class Spool:
                 return self._claim_open_turns(state, exclude=open_turns[-1].id), 0
             dropped = _enforce_bounds(state, incoming=len(text))
             to_store = self._claim_open_turns(state)
+            state.ended = False  # a new prompt: the session goes on (resumed)
             state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
                                     session_id=session_id, at=now_ms(), workspace=workspace))
             return to_store, dropped
@@ -316,7 +370,8 @@ class Spool:
             return taken
 
     def end_turn(self, user: str | None, reply: str | None, cwd: str | None,
-                 session_id: str | None) -> tuple[list[Turn], int]:
+                 session_id: str | None, *, where: str | None = None,
+                 workspace: str | None = None) -> tuple[list[Turn], int]:
         """Record how the turn ended, then claim every pending turn.
 
         `user` is the user's message when the turn-end event carries it (a
@@ -325,25 +380,33 @@ class Spool:
         happens to the process that stores them, the next hook finds them.
         A message or reply already pending, claimed or recently stored (the
         same turn end twice, a retry after a server died mid-request) is not
-        added again.  Returns the claimed turns and how many old unclaimed
-        ones the bounds dropped.
+        added again.  The reply goes with the last open turn typed where the
+        turn ended (in `where`, the directory the event named, `cwd` if not
+        given, or in `workspace`, the identity key of `cwd`'s workspace),
+        never with one typed elsewhere: a session id used in two repositories
+        must not carry one's reply into the other.  Returns the claimed turns
+        and how many old unclaimed ones the bounds dropped.
         """
+        where = cwd if where is None else where
         with self.locked() as state:
             dropped = 0
             if (user and not any(t.text == user for t in state.turns)
                     and digest(user) not in state.recent):
                 dropped += _enforce_bounds(state, incoming=len(user))
                 state.turns.append(Turn(id=os.urandom(8).hex(), text=user, cwd=cwd,
-                                        session_id=session_id, at=now_ms()))
+                                        session_id=session_id, at=now_ms(),
+                                        workspace=workspace))
             if (reply and not any(t.reply == reply for t in state.turns)
                     and reply_digest(reply) not in state.recent):
-                open_turns = [t for t in state.turns if t.claim_pid is None]
+                open_turns = _typed_at([t for t in state.turns if t.claim_pid is None],
+                                       where, workspace)
                 if open_turns and open_turns[-1].reply is None:
                     open_turns[-1].reply = reply
                 elif cwd:
                     dropped += _enforce_bounds(state, incoming=len(reply))
                     state.turns.append(Turn(id=os.urandom(8).hex(), text="", cwd=cwd,
-                                            session_id=session_id, at=now_ms(), reply=reply))
+                                            session_id=session_id, at=now_ms(), reply=reply,
+                                            workspace=workspace))
             return self._claim_open_turns(state), dropped
 
     def finish(self, stored: list[Turn], targets: list[tuple[str, str]],
@@ -374,17 +437,57 @@ class Spool:
         return digest(text) in self._load().recent
 
     def end_session(self) -> SpoolState:
-        """The session's final state; the spool file is removed if nothing is left."""
+        """The session's final state; the spool file is removed if nothing is left.
+
+        Only turns already stored have left the spool: a turn still pending
+        stays for a later hook, whether a worker is storing it, the database
+        sent it back, or it was spooled since (the session goes on, resumed).
+        """
         with self.locked() as state:
             final = SpoolState(turns=list(state.turns), captured=state.captured,
                                targets=[list(t) for t in state.targets])
-            if any(t.claim_pid is not None for t in state.turns):
-                # A worker is still storing turns (in the background): the last one
-                # to finish closes the spool.
+            if state.turns:
+                # The last worker to store the session's turns closes the spool.
                 state.ended = True
             else:
                 state.reset()
         return final
+
+
+def _salvage(text: str) -> list[Turn]:
+    """The turns of a damaged spool's text that still parse: each whole object of
+    its `turns` list, up to the first that does not (a torn write cuts the end)."""
+    start = text.find("[", text.find('"turns"') + 1) if '"turns"' in text else -1
+    if start < 0:
+        return []
+    decoder = json.JSONDecoder()
+    turns: list[Turn] = []
+    at = start + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] != "{":
+            return turns
+        try:
+            raw, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return turns
+        turn = Turn.from_json(raw)
+        if turn is not None:
+            turns.append(turn)
+
+
+def _typed_at(turns: list[Turn], where: str | None, workspace: str | None) -> list[Turn]:
+    """The turns typed in the directory `where` or in the workspace `workspace`.
+
+    Nothing known of where the turn ended: the turns, if they were all typed in
+    one place (no other repository they could belong to), else none."""
+    if not where and workspace is None:
+        return turns if len({t.workspace or t.cwd for t in turns}) <= 1 else []
+    place = os.path.normpath(where) if where else None
+    return [t for t in turns
+            if (workspace is not None and t.workspace == workspace)
+            or (place is not None and t.cwd is not None and os.path.normpath(t.cwd) == place)]
 
 
 def _enforce_bounds(state: SpoolState, *, incoming: int) -> int:
@@ -427,26 +530,40 @@ def stale_claims(base: Path) -> list[Spool]:
     return found
 
 
-def _has_turns(path: Path) -> bool:
+def _pending(path: Path) -> tuple[bool, bool]:
+    """(the spool holds turns, its session ended); a damaged spool may hold some
+    (the hook that takes them up salvages what still parses)."""
     try:
-        return bool(json.loads(path.read_text(encoding="utf-8")).get("turns"))
-    except (OSError, ValueError, AttributeError):
-        return False
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return bool(raw.get("turns")), raw.get("ended") is True
+    except (ValueError, AttributeError):
+        return True, False
+    except OSError:
+        return False, False
+
+
+def _has_turns(path: Path) -> bool:
+    return _pending(path)[0]
 
 
 def abandoned_spools(base: Path, *, exclude: Path | None = None, limit: int = 3,
                      silent_ms: int = ABANDONED_AFTER_MS) -> list[Spool]:
-    """Spools of sessions silent for `silent_ms` that still hold turns."""
+    """Spools that still hold turns of a session silent for `silent_ms`, or of one
+    that ended and has been quiet for ENDED_AFTER_MS."""
     folder = base / "spool"
     if not folder.is_dir():
         return []
-    horizon = time.time() - silent_ms / 1000
+    now = time.time()
     found: list[Spool] = []
     for path in sorted(folder.glob("*.json")):
         if path == exclude:
             continue
         try:
-            if path.stat().st_mtime >= horizon or not _has_turns(path):
+            quiet = now - path.stat().st_mtime
+            if quiet <= min(silent_ms, ENDED_AFTER_MS) / 1000:
+                continue
+            turns, ended = _pending(path)
+            if not turns or (quiet <= silent_ms / 1000 and not ended):
                 continue
         except OSError:
             continue

@@ -23,11 +23,13 @@ waits for the server for the first half of the deadline, and on any problem
 (no server, a refused or dropped connection, a server that is hung, or one
 that asks for it) it replaces itself with `MNEMO_BIN hook EVENT --harness
 HARNESS --start-server`, the in-process path, with the event it already
-read as stdin.  That process keeps this one's pid and start time, so the
-deadline still counts from the harness's call; it answers, and starts the
-server for the next call.  A client that waited in vain leaves a `hung`
-mark: for the next half minute clients skip a server that is not answering
-(the server removes the mark as soon as it answers anything).
+read as stdin (or, when the harness was still writing the event at half the
+deadline, with what it read in a file of its own and stdin left to read on).
+That process keeps this one's pid and start time, so the deadline still
+counts from the harness's call; it answers, and starts the server for the
+next call.  A client that waited in vain leaves a `hung` mark: for the next
+half minute clients skip a server that is not answering (the server removes
+the mark as soon as it answers anything).
 
 This file is also imported by mnemo itself (the server, the hook runtime
 and the installer): the protocol and the run-directory layout are defined
@@ -54,6 +56,9 @@ CONF_NAME = "hook.conf"  # what a client needs before it connects (the deadline)
 
 OK = b"ok\0"
 FALLBACK = b"fallback\0"  # the server will not answer this call: use the in-process path
+# `mnemo hook … --stdin-head FD`: the event's first bytes, which this client read
+# before its share of the deadline ran out, are in FD; the rest is still on stdin.
+STDIN_HEAD = "--stdin-head"
 
 DEFAULT_DEADLINE = 2.0
 MAX_STDIN_BYTES = 8 * 1024 * 1024
@@ -252,19 +257,23 @@ def _deadline(folder: str) -> float:
     return DEFAULT_DEADLINE
 
 
-def read_fd(fd: int, until: float, clock: object, limit: int = MAX_STDIN_BYTES) -> bytes:
-    """What arrives on `fd` until EOF, `limit` (+1 chunk) bytes or the clock's `until`:
-    a harness that never closes the hook's stdin must not hold it up."""
+def read_fd(fd: int, until: float, clock: object,
+            limit: int = MAX_STDIN_BYTES) -> tuple[bytes, bool]:
+    """What arrives on `fd` until EOF, `limit` (+1 chunk) bytes or the clock's `until`
+    (a harness that never closes the hook's stdin must not hold it up), and whether
+    the read ended (False: `until` came first, more may follow)."""
     import select
 
     chunks: list[bytes] = []
     size = 0
+    ended = True
     while size <= limit:
         remaining = until - clock()  # type: ignore[operator]
         try:
             ready, _, _ = select.select([fd], [], [], max(0.0, remaining))
             if not ready:
-                break  # nothing more before the deadline: work with what came
+                ended = False  # nothing more before the deadline: work with what came
+                break
             chunk = _os.read(fd, 1 << 20)
         except InterruptedError:
             continue
@@ -274,15 +283,15 @@ def read_fd(fd: int, until: float, clock: object, limit: int = MAX_STDIN_BYTES) 
             break
         chunks.append(chunk)
         size += len(chunk)
-    return b"".join(chunks)
+    return b"".join(chunks), ended
 
 
-def _read_stdin(until: float, clock: object) -> bytes:
+def _read_stdin(until: float, clock: object) -> tuple[bytes, bool]:
     try:
         if _os.isatty(0):
-            return b""
+            return b"", True
     except OSError:
-        return b""
+        return b"", True
     return read_fd(0, until, clock)
 
 
@@ -321,8 +330,14 @@ def ask(folder: str, request: bytes, until: float, clock: object) -> bytes | Non
     return answer[len(OK):] if answer.startswith(OK) else None
 
 
-def fall_back(mnemo_bin: str, event: str, harness: str, data_dir: str, body: bytes) -> None:
-    """Become `mnemo hook …` with `body` as stdin; returns only if that cannot start."""
+def fall_back(mnemo_bin: str, event: str, harness: str, data_dir: str, body: bytes,
+              rest: bool = False) -> None:
+    """Become `mnemo hook …` with `body` as stdin; returns only if that cannot start.
+
+    `rest`: the harness had not finished writing the event when this client's
+    share of the deadline ran out.  Stdin then stays the harness's, and `body`
+    goes in a file of its own (`STDIN_HEAD`): the in-process path reads the rest
+    after it, as far as the whole deadline (and its worker further on)."""
     try:
         if hasattr(_os, "memfd_create"):
             fd = _os.memfd_create("mnemo-event")
@@ -335,12 +350,16 @@ def fall_back(mnemo_bin: str, event: str, harness: str, data_dir: str, body: byt
         while view:
             view = view[_os.write(fd, view):]
         _os.lseek(fd, 0, 0)  # SEEK_SET
-        _os.dup2(fd, 0)
-        _os.close(fd)
+        argv = [mnemo_bin, "hook", event, "--harness", harness, "--start-server"]
+        if rest:
+            _os.set_inheritable(fd, True)
+            argv += [STDIN_HEAD, str(fd)]
+        else:
+            _os.dup2(fd, 0)
+            _os.close(fd)
         environ = dict(_os.environ)  # bytes to bytes, as the process got it
         environ.setdefault(b"MNEMO_DATA_DIR", _fsencode(data_dir))
-        _os.execve(mnemo_bin, [mnemo_bin, "hook", event, "--harness", harness,
-                               "--start-server"], environ)
+        _os.execve(mnemo_bin, argv, environ)
     except OSError:
         return
 
@@ -389,10 +408,12 @@ def main(argv: list[str]) -> None:
     folder = run_dir(data_dir)
     deadline = _deadline(folder)
     until = started + deadline * (1 - RESERVE)
-    body = _read_stdin(until, monotonic)
+    body, ended = _read_stdin(until, monotonic)
     answer = None
     try:
-        if len(body) <= MAX_STDIN_BYTES and not _recently_hung(folder, time()):
+        # An event still being written when the server's share of the deadline is
+        # over would reach it too late (it drops those): the in-process path reads on.
+        if ended and len(body) <= MAX_STDIN_BYTES and not _recently_hung(folder, time()):
             try:
                 cwd = _os.getcwd()
             except OSError:
@@ -411,7 +432,7 @@ def main(argv: list[str]) -> None:
     if answer is not None:
         _write_out(answer)
         _os._exit(0)
-    fall_back(mnemo_bin, event, harness, data_dir, body)
+    fall_back(mnemo_bin, event, harness, data_dir, body, rest=not ended)
     _write_out(_neutral(event, harness))  # not even the fallback could start
     _os._exit(0)
 

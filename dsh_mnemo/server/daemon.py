@@ -329,8 +329,10 @@ class Server:
             with self.prompts_done:
                 self.prompts += 1
         try:
+            # The client's directory, "" if it had none: never this server's own
+            # (that of whichever hook started it, another repository).
             handle_event(answer, kind, harness, body, settings, self.base, environ=environ,
-                         process_cwd=fields.get("cwd") or None, defer=self._after_answer)
+                         process_cwd=fields.get("cwd", ""), defer=self._after_answer)
         finally:
             if first:
                 with self.prompts_done:

@@ -254,6 +254,19 @@ def test_recent_hook_failures_are_warned_about_old_ones_are_not(data_dir: Path) 
     assert "database is locked" in check["summary"]
 
 
+def test_a_damaged_spool_set_aside_is_reported(data_dir: Path) -> None:
+    code, report = run_doctor()
+    assert by_name(report)["spool"]["status"] == "ok"
+    spool = data_dir / "spool"
+    spool.mkdir(parents=True)
+    (spool / "3f9a.corrupt-1796603463346").write_text('{"version": 1, "turns": [{"id"')
+    code, report = run_doctor()
+    assert code == ExitCode.PENDING
+    check = by_name(report)["spool"]
+    assert check["status"] == "warn" and "3f9a.corrupt-1796603463346" in check["summary"]
+    assert check["details"]["set_aside"] == ["3f9a.corrupt-1796603463346"]
+
+
 def test_rows_close_to_the_trim_need_a_sleep(make_repo, monkeypatch, data_dir) -> None:
     bound_repo_with_memory(make_repo, monkeypatch)
     db = next((data_dir / "banks").glob("ws-*/mnemosyne.db"))

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,41 @@ def run_wrapper(event: str, harness: str, document: dict[str, Any] | bytes | str
         settle()
     return Proc(done.returncode, done.stdout.decode("utf-8", "replace"),
                 done.stderr.decode("utf-8", "replace"))
+
+
+def run_slowly(argv: list[str], document: dict[str, Any], *, pause: float,
+               env: dict[str, str] | None = None,
+               cwd: Path | None = None) -> tuple[Proc, float]:
+    """`argv` with the event written to its stdin in two halves, `pause` seconds
+    apart (a busy harness writing a long pasted prompt in pieces); the process and
+    the seconds it took to answer.  `env` is its whole environment (default: ours)."""
+    import threading
+
+    data = encode(document)
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL,
+                            env=dict(os.environ) if env is None else env, cwd=cwd)
+
+    def write() -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(data[:len(data) // 2])
+            proc.stdin.flush()
+            time.sleep(pause)
+            proc.stdin.write(data[len(data) // 2:])
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read()  # the hook's answer: it does not wait for the writer
+    returncode = proc.wait(timeout=30)
+    seconds = time.monotonic() - started
+    writer.join(30)
+    return Proc(returncode, out.decode("utf-8", "replace"), ""), seconds
 
 
 def injected_text(harness: str, stdout: str, kind: str = "prompt") -> str:

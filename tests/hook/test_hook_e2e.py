@@ -177,6 +177,31 @@ def test_deadline_prints_nothing_and_exits_zero(repo: Path, data_dir: Path) -> N
     stop_workers()
 
 
+PASTED = "PASTED LOG: why does the build fail? " + "log line of the failing build\n" * 4000
+
+
+def test_an_event_still_being_written_at_the_deadline_is_read_on_and_kept(
+        repo: Path, data_dir: Path) -> None:
+    """The harness gets its neutral answer at the deadline; the worker reads the
+    rest of the event and spools the prompt, which its turn end stores."""
+    from tests.conftest import mnemo_executable
+    from tests.hook.conftest import run_slowly, settle
+
+    configure(hooks__deadline_seconds=1.0)
+    done, seconds = run_slowly(
+        [mnemo_executable(), "hook", "prompt", "--harness", "claude-code"],
+        payload("claude-code", "prompt", cwd=repo, session="slow", prompt=PASTED), pause=5.0)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert seconds < 4.0  # answered at the deadline, not once the harness finished writing
+    settle()
+    configure(hooks__deadline_seconds=10.0)
+    run_cli_hook("turn-end", "claude-code", payload("claude-code", "turn-end", cwd=repo,
+                                                    session="slow", reply="Fixed."))
+    (row,) = user_rows(data_dir)
+    assert row.startswith("[USER] PASTED LOG: why does the build fail?")
+    assert "still writing the event at the deadline" in log_text(data_dir)
+
+
 def _bank_db(data_dir: Path) -> Path:
     (db,) = [p for p in data_dir.rglob("mnemosyne.db") if "ws-" in str(p)]
     return db

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,11 @@ def test_cwd_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.chdir(tmp_path)
     event = parse_event({}, "codex", "prompt")
     assert (event.cwd, event.cwd_source) == (os.getcwd(), "process")
+    # a hook process with no directory (the resident server's client in a deleted
+    # one) has none: never the directory of the process that parses the event
+    for harness, document in (("codex", {}), ("cursor", {"workspace_roots": []})):
+        event = parse_event(document, harness, "prompt", process_cwd="")
+        assert (event.cwd, event.cwd_source) == (None, "none")
 
 
 def test_fields_of_the_wrong_type_are_ignored() -> None:
@@ -293,6 +299,67 @@ def test_spool_releases_failed_turns_and_reclaims_dead_claims(tmp_path: Path) ->
     assert [t.text for t in stale] == ["one"] and stale[0].stale
 
 
+def test_a_reply_pairs_only_with_a_turn_typed_where_the_turn_ended(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "generic", "main", "/a")
+    spool.add_prompt("asked in a", "/a", "main", "id:a")
+    displaced, _ = spool.add_prompt("asked in b", "/b", "main", "id:b")
+    spool.finish(displaced, [("bank-a", "ns-a")])  # the prompt in b stored a's turn
+    # a's reply never goes with b's turn: it is a turn of its own, in a
+    taken, _ = spool.end_turn(None, "reply in a", "/a", "main", workspace="id:a")
+    assert sorted((t.text, t.cwd, t.workspace, t.reply) for t in taken) == [
+        ("", "/a", "id:a", "reply in a"), ("asked in b", "/b", "id:b", None)]
+    spool.finish(taken, [])
+    # a subdirectory of the workspace the prompt was typed in is the same place
+    spool.add_prompt("asked at the top", "/a", "main", "id:a")
+    taken, _ = spool.end_turn(None, "reply from a/src", "/a/src", "main", workspace="id:a")
+    assert [(t.text, t.reply) for t in taken] == [("asked at the top", "reply from a/src")]
+    spool.finish(taken, [])
+    # where the turn ended is unknown: it pairs only if no other place is pending
+    spool.add_prompt("only one place", "/a", "main", "id:a")
+    taken, _ = spool.end_turn(None, "unplaced reply", None, "main")
+    assert [(t.text, t.reply) for t in taken] == [("only one place", "unplaced reply")]
+
+
+def test_a_session_end_keeps_a_prompt_spooled_while_it_was_storing(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "codex", "S", "/w")
+    spool.add_prompt("first", "/w", "S")
+    taken = spool.take_all()  # the session end's worker claims it
+    spool.add_prompt("resumed", "/w", "S")  # the session goes on meanwhile
+    spool.finish(taken, [("bank", "ns")])
+    final = spool.end_session()
+    assert final.captured == 1 and final.targets == [["bank", "ns"]]
+    assert [t.text for t in spool.take_all()] == ["resumed"]
+
+
+def test_a_session_end_keeps_the_turns_the_database_sent_back(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/w")
+    spool.add_prompt("kept", "/w", "S")
+    spool.finish([], [], failed=spool.take_all())  # busy: the claim is released
+    spool.end_session()
+    again = spool.take_all()
+    assert [t.text for t in again] == ["kept"]
+    spool.finish(again, [("bank", "ns")])
+    # the store that emptied the ended session's spool closed it
+    assert not spool.path.exists()
+
+
+def test_an_ended_sessions_leftovers_are_taken_up_after_two_quiet_minutes(
+        tmp_path: Path) -> None:
+    from dsh_mnemo.hook.spool import abandoned_spools
+
+    ended = Spool(tmp_path, "codex", "ended", "/w")
+    ended.add_prompt("sent back at the end", "/w", "ended")
+    ended.finish([], [], failed=ended.take_all())
+    ended.end_session()
+    live = Spool(tmp_path, "codex", "live", "/w")
+    live.add_prompt("its turn end is still to come", "/w", "live")
+    assert abandoned_spools(tmp_path) == []
+    quiet = time.time() - 121
+    for path in (ended.path, live.path):
+        os.utime(path, (quiet, quiet))
+    assert [s.path for s in abandoned_spools(tmp_path)] == [ended.path]
+
+
 def test_a_spool_keeps_every_turn_beyond_the_old_32_while_nothing_can_be_stored(
         tmp_path: Path) -> None:
     spool = Spool(tmp_path, "claude-code", "S", "/w")
@@ -356,6 +423,71 @@ def test_spool_keys_sessions_apart_and_survives_a_corrupt_file(tmp_path: Path) -
     a.path.write_text("{not json")
     assert a.take_all() == []
     assert list(tmp_path.joinpath("spool").glob("*.corrupt-*"))
+
+
+def test_a_torn_spool_is_set_aside_logged_and_its_whole_turns_kept(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/w")
+    spool.add_prompt("we pin libfoo to 2.3", "/w", "S")
+    spool.add_prompt("and the cache TTL is 90 s", "/w", "S")  # claims the first one
+    whole = spool.path.read_text()
+    spool.path.write_text(whole[:-3])  # the end of the file never reached the disk
+    assert sorted(t.text for t in spool.take_all()) == ["and the cache TTL is 90 s"]
+    (aside,) = tmp_path.joinpath("spool").glob("*.corrupt-*")
+    assert aside.read_text() == whole[:-3]  # kept as it was found
+    line = (tmp_path / "logs" / "hook.log").read_text()
+    assert " error " in line and "damaged spool" in line and aside.name in line
+    assert "2 pending turn(s) recovered" in line
+    # the spool is whole again, with both turns (the first still claimed)
+    again = json.loads(spool.path.read_text())
+    assert [t["text"] for t in again["turns"]] == ["we pin libfoo to 2.3",
+                                                  "and the cache TTL is 90 s"]
+    # torn inside the second turn: the first is kept
+    spool.path.write_text(whole[:whole.index("and the cache")])
+    with spool.locked() as state:
+        assert [t.text for t in state.turns] == ["we pin libfoo to 2.3"]
+    assert len(list(tmp_path.joinpath("spool").glob("*.corrupt-*"))) == 2
+
+
+def test_a_damaged_spool_of_a_silent_session_is_taken_up_not_swept(tmp_path: Path) -> None:
+    from dsh_mnemo.hook.spool import abandoned_spools, sweep
+
+    spool = Spool(tmp_path, "cursor", "gone", "/w")
+    spool.add_prompt("typed before the crash", "/w", "gone")
+    spool.path.write_text(spool.path.read_text()[:-2])
+    old = 1_000_000_000
+    os.utime(spool.path, (old, old))
+    sweep(tmp_path)
+    assert spool.path.exists()  # it may hold turns: never removed as an empty spool
+    (found,) = abandoned_spools(tmp_path)
+    assert [t.text for t in found.take_all()] == ["typed before the crash"]
+
+
+def test_a_spool_is_synced_before_it_replaces_the_old_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    spool = Spool(tmp_path, "codex", "S", "/w")
+    spool.add_prompt("durable", "/w", "S")
+    assert synced[0].endswith(".tmp") and synced[1] == str(spool.dir)
+    assert not list(spool.dir.glob("*.tmp"))
+
+
+def test_an_event_cut_at_the_read_deadline_is_an_error_not_bad_input(tmp_path: Path) -> None:
+    from dsh_mnemo.hook.entry import Answer, handle_event
+
+    half = b'{"session_id": "s", "prompt": "a long pasted log, line 1\\nline 2'
+    handle_event(Answer(), "prompt", "claude-code", half, None, tmp_path)
+    handle_event(Answer(), "prompt", "claude-code", half, None, tmp_path, cut=True)
+    junk, cut = (tmp_path / "logs" / "hook.log").read_text().splitlines()
+    assert " info " in junk and "stdin is not JSON" in junk
+    assert " error " in cut and "had not finished writing the event" in cut
+    assert f"({len(half)} bytes read)" in cut
 
 
 # ─── Log ───────────────────────────────────────────────────────────────────

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,54 @@ def test_a_hung_server_is_worked_around_within_the_deadline_and_nothing_is_doubl
     rows = served.contents()
     assert rows.count(f"[USER] {PROMPT}") == 1
     assert rows.count("[ASSISTANT] Yes: make release.") == 1
+
+
+def test_a_hook_from_a_deleted_directory_never_gets_the_servers_own(served: Served,
+                                                                    tmp_path: Path) -> None:
+    """The server runs in the directory of the hook that started it (a repository):
+    an event without a directory, from a client that has none, is no workspace."""
+    remember(served)
+    pid = start(served)
+    assert os.readlink(f"/proc/{pid}/cwd") == str(served.repo.path)
+    gone = tmp_path / "removed-worktree"
+    before = served.state().requests
+
+    def from_gone(kind: str, harness: str, document: dict[str, Any]) -> str:
+        script = f'mkdir -p "{gone}" && cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"'
+        done = subprocess.run(["sh", "-c", script, str(served.wrapper), kind, harness],
+                              input=json.dumps(document).encode(), capture_output=True,
+                              timeout=60, env=served.env)
+        return done.stdout.decode()
+
+    assert from_gone("prompt", "generic", {"session_id": "o", "prompt": PROMPT}) == ""
+    assert from_gone("prompt", "cursor", {"conversation_id": "cz", "workspace_roots": [],
+                                          "prompt": "a window without a folder"}) == ""
+    from_gone("turn-end", "cursor", {"conversation_id": "cz", "workspace_roots": [],
+                                     "status": "completed"})
+    served.settle()
+    assert served.state().requests == before + 3  # answered by the server, not in process
+    assert served.contents() == [FACT]
+
+
+@pytest.mark.parametrize("pause", [1.5, 3.0])
+def test_an_event_still_being_written_at_half_the_deadline_is_read_on_and_kept(
+        served: Served, pause: float) -> None:
+    """The client stops reading at half the deadline: the in-process path it falls
+    back to reads on to the deadline (1.5 s), its worker after it (3 s)."""
+    from tests.hook.conftest import run_slowly
+
+    setup(hooks__deadline_seconds=2.0)
+    start(served)
+    pasted = "PASTED LOG: why does the build fail? " + "a line of the failing log\n" * 4000
+    done, _ = run_slowly([str(served.wrapper), "prompt", "claude-code"],
+                         served.event("prompt", "slow", pasted), pause=pause,
+                         env=served.env, cwd=served.repo.path)
+    assert done.returncode == 0
+    served.settle()
+    served.call("turn-end", session="slow", text="Fixed.")
+    served.settle()
+    rows = [r for r in served.contents() if r.startswith("[USER] PASTED LOG")]
+    assert len(rows) == 1, served.log()
 
 
 def test_a_stale_socket_is_replaced_by_the_next_server(served: Served) -> None:
@@ -457,6 +506,38 @@ def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_fre
     assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
     assert rows.count("[ASSISTANT] Apache-2.0.") == 1
     assert "stayed locked" in served.log()  # it met the lock, and did not give up
+
+
+def test_a_session_end_that_meets_a_locked_bank_keeps_its_turn_until_the_server_stores_it(
+        served: Served) -> None:
+    """The session is over: its end must not close the spool on a turn it could not store."""
+    import sqlite3
+
+    start(served)
+    served.call("prompt", session="se", text="Where is the changelog?")
+    served.call("turn-end", session="se", text="In docs/CHANGELOG.md.")
+    served.settle()
+    db = served.repo.db(served.data)
+    holder = sqlite3.connect(db, timeout=0, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # `mnemo sleep --all` from cron, say
+    released = threading.Event()
+
+    def release_later() -> None:
+        time.sleep(7.0)  # past upstream's 5 s busy timeout: the store is sent back
+        holder.rollback()
+        released.set()
+
+    served.call("prompt", session="se", text="Which license do we use?")
+    ended = served.call("session-end", session="se")
+    assert ended.returncode == 0
+    threading.Thread(target=release_later, daemon=True).start()
+    assert released.wait(15)
+    served.settle(timeout=60)
+    rows = served.contents()
+    assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
+    assert "stayed locked" in served.log()
+    for spooled in (served.data / "spool").glob("*.json"):  # stored, then closed
+        assert json.loads(spooled.read_text())["turns"] == []
 
 
 def test_housekeeping_starts_no_job_while_a_prompt_is_being_answered(tmp_path: Path) -> None:
