@@ -633,22 +633,7 @@ def set_value(name: str, text: str, path: Path | None = None) -> Settings:
     path = path or paths.config_path()
     flat = _read_raw(path)
     flat[name] = coerce(key, text, from_text=True)
-    if name == "embeddings.url" and flat[name]:
-        _check_embeddings_url(flat[name])
     return _write(path, flat, name, flat[name])
-
-
-def _check_embeddings_url(url: str) -> None:
-    """Refuse a URL the `openai-url` backend could never use (checked on `set`
-    only: a file that holds one still loads, and `mnemo reindex` says why)."""
-    from .embed.openai_url import endpoint
-
-    try:
-        endpoint(url)
-    except ValueError as exc:
-        raise ConfigError(f"`embeddings.url`: {exc}",
-                          hint="For example: mnemo config set embeddings.url "
-                               "http://127.0.0.1:8080/v1") from None
 
 
 def unset_value(name: str, path: Path | None = None) -> Settings:

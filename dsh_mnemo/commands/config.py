@@ -8,6 +8,7 @@ it is repaired without an editor.
 from __future__ import annotations
 
 from .. import config, paths
+from ..errors import ConfigError
 from ..report import Report
 
 
@@ -23,8 +24,23 @@ def get(name: str) -> Report:
 
 
 def set_(name: str, text: str) -> Report:
+    if name == "embeddings.url" and text.strip():
+        _check_embeddings_url(text)
     config.set_value(name, text)
     return _changed("config-set", name)
+
+
+def _check_embeddings_url(url: str) -> None:
+    """Refuse a URL the `openai-url` backend could never use (checked on `set`
+    only: a file that holds one still loads, and `mnemo reindex` says why)."""
+    from ..embed.openai_url import endpoint
+
+    try:
+        endpoint(url)
+    except ValueError as exc:
+        raise ConfigError(f"`embeddings.url`: {exc}",
+                          hint="For example: mnemo config set embeddings.url "
+                               "http://127.0.0.1:8080/v1") from None
 
 
 def unset(name: str) -> Report:
