@@ -768,7 +768,30 @@ def _redact_cut(text: str, findings: list[str]) -> str:
 # whole (possessive) and a piece starts only after a character no token holds,
 # so a run of prefixes (`sk-sk-sk-…`) is read once, in linear time.
 _WRAP_TOKENS = tuple(token for token in _CUT_PREFIXES if token.kind != "aws-access-key")
-_WRAP_LEADS = tuple(lead for token in _WRAP_TOKENS for lead in _lead(token.cut or ""))
+
+
+def _literals(prefix: str) -> tuple[str, ...]:
+    """Every literal a prefix pattern matches (`gh[pousr]_` → ghp_ … ghs_,
+    `gl(?:pat|dt)-` → glpat- gldt-), for `_redact_wrapped`'s cheap test: made of
+    literals, `\\.`, `[...]` classes and `(?:a|b)` groups of literals only."""
+    found = [""]
+    rest = prefix
+    while rest:
+        if rest[0] == "[":
+            close = rest.index("]")
+            options, rest = list(rest[1:close]), rest[close + 1:]
+        elif rest.startswith("(?:"):
+            close = rest.index(")")
+            options, rest = rest[3:close].split("|"), rest[close + 1:]
+        elif rest[0] == "\\":
+            options, rest = [rest[1]], rest[2:]
+        else:
+            options, rest = [rest[0]], rest[1:]
+        found = [head + option for head in found for option in options]
+    return tuple(found)
+
+
+_WRAP_LEADS = tuple(lead for token in _WRAP_TOKENS for lead in _literals(token.cut or ""))
 _WRAPPED = lazy(
     "(?<![A-Za-z0-9_+/-])(?:"
     + "|".join(f"(?P<w{i}>{token.cut})" for i, token in enumerate(_WRAP_TOKENS))

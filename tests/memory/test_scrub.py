@@ -687,3 +687,14 @@ def test_every_token_pattern_compiles_though_each_is_compiled_on_first_use() -> 
         re.compile(token.source)
         if token.cut is not None:  # the prefix a cut copy of the token is known by
             re.compile(token.cut)
+
+
+def test_the_literals_a_wrapped_token_is_looked_for_by_are_its_prefixes() -> None:
+    # `_redact_wrapped` runs only when one of them is in the text: each must be a
+    # whole prefix its pattern takes (not a stub such as "do" or "gl", which
+    # ordinary prose holds), and together they must cover every such prefix.
+    for token in scrub_module._WRAP_TOKENS:
+        literals = scrub_module._literals(token.cut)
+        assert literals and all(re.fullmatch(token.cut, lit) for lit in literals), token.kind
+        assert all(len(lit) >= 3 for lit in literals), token.kind
+    assert "ghs_" in scrub_module._WRAP_LEADS and "glpat-" in scrub_module._WRAP_LEADS
