@@ -75,8 +75,13 @@ def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> Non
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    sync_dir(path.parent)
+
+
+def sync_dir(folder: Path) -> None:
+    """fsync `folder`, so that a rename in it survives a crash (best effort)."""
     with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        dir_fd = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..fsutil import sha256_hex
+from ..fsutil import sha256_hex, sync_dir
 from ..record import field, record
 
 SPOOL_VERSION = 1
@@ -259,12 +259,7 @@ class Spool:
             raise
         os.close(fd)
         os.replace(tmp, self.path)
-        with contextlib.suppress(OSError):
-            folder = os.open(self.dir, os.O_RDONLY)
-            try:
-                os.fsync(folder)
-            finally:
-                os.close(folder)
+        sync_dir(self.dir)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[SpoolState]:
