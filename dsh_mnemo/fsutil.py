@@ -60,16 +60,25 @@ def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> Non
 
     A missing directory is created 0700 for a private file (`mode` without
     group or other bits), as the umask would for any other file."""
-    make_dirs(path.parent, private=not (mode & 0o077))
-    import tempfile
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE) -> None:
+    """`atomic_write_text` of bytes: written to a temporary file of its own in the
+    same folder and synced, renamed over `path`, the rename synced (a crash or a
+    power loss leaves the old file or the new one, never a torn one)."""
+    make_dirs(path.parent, private=not (mode & 0o077))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..fsutil import sha256_hex, sync_dir
+from ..fsutil import atomic_write_bytes, sha256_hex
 from ..record import field, record
 
 SPOOL_VERSION = 1
@@ -240,26 +240,8 @@ class Spool:
                 self.path.unlink()
             return
         state.updated = now_ms()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        data = json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
-        # Written and synced before the rename, the rename synced after: readers see
-        # the old or the new spool, and a crash or power loss never leaves it torn.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fchmod(fd, 0o600)
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        os.close(fd)
-        os.replace(tmp, self.path)
-        sync_dir(self.dir)
+        # Synced before and after the rename: a crash never leaves the spool torn.
+        atomic_write_bytes(self.path, json.dumps(state.to_json(), ensure_ascii=False).encode())
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[SpoolState]:
