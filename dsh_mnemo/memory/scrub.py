@@ -697,17 +697,47 @@ _CUT_END = lazy(
     + r")(?P<body>[A-Za-z0-9_.+/=-]{0,256})…?[ \t\r\n]{0,8}\Z")
 
 
-def _lead(prefix: str) -> tuple[str, ...]:
-    """The literal starts of a prefix pattern, for `_may_end_cut`: its characters
-    up to the first regex construct, a leading `[...]` class spelled out."""
-    if prefix.startswith("["):
-        close = prefix.index("]")
-        return tuple(c + _lead(prefix[close + 1:])[0] for c in prefix[1:close])
-    end = next((i for i, c in enumerate(prefix) if c in "[(\\?"), len(prefix))
-    return (prefix[:end],)
+def _literals(prefix: str) -> tuple[str, ...]:
+    """Every literal a prefix pattern matches (`gh[pousr]_` → ghp_ … ghs_,
+    `gl(?:pat|dt)-` → glpat- gldt-), for the cheap tests of `_may_end_cut` and
+    `_redact_wrapped`: made of literals, `\\.`, `[...]` classes (ranges too) and
+    `(?:a|b)` groups of such, not nested."""
+    found = [""]
+    rest = prefix
+    while rest:
+        if rest[0] == "[":
+            close = rest.index("]")
+            options, rest = _class_chars(rest[1:close]), rest[close + 1:]
+        elif rest.startswith("(?:"):
+            close = rest.index(")")
+            options = [lit for alt in rest[3:close].split("|") for lit in _literals(alt)]
+            rest = rest[close + 1:]
+        elif rest[0] == "\\":
+            options, rest = [rest[1]], rest[2:]
+        else:
+            options, rest = [rest[0]], rest[1:]
+        found = [head + option for head in found for option in options]
+    return tuple(found)
 
 
-_CUT_LEADS = tuple(lead for token in _CUT_PREFIXES for lead in _lead(token.cut or ""))
+def _class_chars(inside: str) -> list[str]:
+    """The characters of a `[...]` class (`A-Z0-9` spelled out)."""
+    chars: list[str] = []
+    at = 0
+    while at < len(inside):
+        if at + 2 < len(inside) and inside[at + 1] == "-":
+            chars += [chr(c) for c in range(ord(inside[at]), ord(inside[at + 2]) + 1)]
+            at += 3
+        else:
+            chars.append(inside[at])
+            at += 1
+    return chars
+
+
+# The literal starts of the prefixes, for `_may_end_cut`: each up to its first `.`,
+# as that test reads a word in pieces split at dots.
+_CUT_LEADS = tuple(lit.split(".")[0] for token in _CUT_PREFIXES
+                   for lit in _literals(token.cut or ""))
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=-")
 
 
@@ -768,27 +798,6 @@ def _redact_cut(text: str, findings: list[str]) -> str:
 # whole (possessive) and a piece starts only after a character no token holds,
 # so a run of prefixes (`sk-sk-sk-…`) is read once, in linear time.
 _WRAP_TOKENS = tuple(token for token in _CUT_PREFIXES if token.kind != "aws-access-key")
-
-
-def _literals(prefix: str) -> tuple[str, ...]:
-    """Every literal a prefix pattern matches (`gh[pousr]_` → ghp_ … ghs_,
-    `gl(?:pat|dt)-` → glpat- gldt-), for `_redact_wrapped`'s cheap test: made of
-    literals, `\\.`, `[...]` classes and `(?:a|b)` groups of literals only."""
-    found = [""]
-    rest = prefix
-    while rest:
-        if rest[0] == "[":
-            close = rest.index("]")
-            options, rest = list(rest[1:close]), rest[close + 1:]
-        elif rest.startswith("(?:"):
-            close = rest.index(")")
-            options, rest = rest[3:close].split("|"), rest[close + 1:]
-        elif rest[0] == "\\":
-            options, rest = [rest[1]], rest[2:]
-        else:
-            options, rest = [rest[0]], rest[1:]
-        found = [head + option for head in found for option in options]
-    return tuple(found)
 
 
 _WRAP_LEADS = tuple(lead for token in _WRAP_TOKENS for lead in _literals(token.cut or ""))
@@ -1070,11 +1079,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         # A config line (YAML, INI, TOML: `key: value`, `key = value`): the
         # value is the rest of the line, less a ` #` comment, so a multi-word
         # value goes whole.  `KEY=value` (shell, .env) ends at a space.
-        eol = text.find("\n", value_start, value_start + 1024)
-        rest = text[value_start:eol if eol >= 0 else min(len(text), value_start + 1024)]
-        rest = rest.split(_CLAUSE_MARK, 1)[0]  # `password: hunter2，明天换掉` (read in ASCII)
-        comment = rest.find(" #")
-        value = (rest[:comment] if comment >= 0 else rest).rstrip()
+        value = _config_value(text, value_start, value_start + 1024)
     else:
         value = value.rstrip(_TRAILING)
     if not value or _is_placeholder(value):
@@ -1086,6 +1091,16 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         return None
     kind = _kind_for_key(prefix + keyword)
     return _Span(value_start, value_start + len(value), marker(kind), kind)
+
+
+def _config_value(text: str, start: int, limit: int) -> str:
+    """A config line's value from `start`: the rest of the line (up to `limit`), less
+    a ` #` comment, ended by a clause's full-width punctuation (`password: hunter2，
+    明天换掉`, read in ASCII)."""
+    eol = text.find("\n", start, limit)
+    rest = text[start:eol if eol >= 0 else min(len(text), limit)].split(_CLAUSE_MARK, 1)[0]
+    comment = rest.find(" #")
+    return (rest[:comment] if comment >= 0 else rest).rstrip()
 
 
 def _at_line_start(text: str, key_start: int) -> bool:
@@ -1278,11 +1293,7 @@ def _named_value(text: str, field: re.Match[str], kind: str) -> _Span | None:
             return None
         start, end, value = start + 1, end - 1, value[1:-1]
     elif field.group("sep") == ":" and _at_line_start(text, field.start()):
-        # a YAML line: the value is the rest of the line, less a ` #` comment
-        eol = text.find("\n", start)
-        rest = text[start:eol if eol >= 0 else len(text)].split(_CLAUSE_MARK, 1)[0]
-        comment = rest.find(" #")
-        value = (rest[:comment] if comment >= 0 else rest).rstrip()
+        value = _config_value(text, start, len(text))  # a YAML line
         end = start + len(value)
     else:
         value = value.rstrip(_TRAILING)

@@ -698,3 +698,8 @@ def test_the_literals_a_wrapped_token_is_looked_for_by_are_its_prefixes() -> Non
         assert literals and all(re.fullmatch(token.cut, lit) for lit in literals), token.kind
         assert all(len(lit) >= 3 for lit in literals), token.kind
     assert "ghs_" in scrub_module._WRAP_LEADS and "glpat-" in scrub_module._WRAP_LEADS
+    # ... and the cut-token test reads the same literals, up to a dot
+    for token in scrub_module._CUT_PREFIXES:
+        literals = scrub_module._literals(token.cut)
+        assert literals and all(re.fullmatch(token.cut, lit) for lit in literals), token.kind
+    assert {"AKIA", "A3TX", "ya29", "hvs"} <= set(scrub_module._CUT_LEADS)
