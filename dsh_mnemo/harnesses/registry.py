@@ -90,15 +90,6 @@ class Harness:
         """The harness HTML-escapes `<` and `>` (not `&`) in the context it passes on."""
         return self.context_shape in ("hook_context", "qwen")
 
-    @property
-    def user_config(self) -> str | None:
-        """The config file relative to $HOME (when no variable moves it)."""
-        return f"{self.config_dir}/{self.config_file}" if self.config_dir else None
-
-    @property
-    def project_config(self) -> str | None:
-        return self.user_config
-
 
 _CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit",
                   "turn-end": "Stop", "session-end": "SessionEnd"}
