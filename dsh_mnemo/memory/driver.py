@@ -50,11 +50,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from .banks import (
+    BUSY_TIMEOUT_SECONDS,
     CANDIDATES,
     MEMORY_TABLES,
+    bank_files,
     candidate_digest,
     candidate_text,
     column_names,
+    connect_readonly,
     count,
     rows,
     summary_ids,
@@ -949,7 +952,7 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
     upstream extracted from it, its MEMORIA rows, its graph edges,
     annotations, events and vectors, the sleep summaries that fold it in
     (`_delete_summaries_of`), and the standing candidates filed from it
-    (`_forget_candidates`).
+    (`_forget_candidates`; for a global row, in the workspace banks too).
     With `secure_delete` the freed pages are overwritten, the full-text
     indexes are merged so no stale entry keeps its words, and the WAL is
     checkpointed: the text is gone from the files, not just unlinked.
@@ -999,6 +1002,10 @@ def delete(target: Target, memory_id: str, *, allow_global: bool,
         from . import vector_file
 
         vector_file.remove_for(db_path, base)  # no copy of a forgotten vector stays either
+        if target.bank == paths.GLOBAL_BANK:
+            elsewhere = _forget_candidates_elsewhere(memory_id, base)
+            if elsewhere:
+                deleted[CANDIDATES] = deleted.get(CANDIDATES, 0) + elsewhere
     return deleted
 
 
@@ -1039,6 +1046,45 @@ def _forget_candidates(conn: sqlite3.Connection, memory_id: str, texts: set[str]
                            (*args, memory_id)).rowcount
     return changed + conn.execute(f"UPDATE {CANDIDATES} SET text = '' WHERE {linked} "
                                   "AND text <> ''", args).rowcount
+
+
+def _forget_candidates_elsewhere(memory_id: str, base: Path | None) -> int:
+    """`_forget_candidates` for a global standing memory in the banks of the workspaces.
+
+    A candidate accepted with `--scope global` stays in the bank of the workspace
+    whose turn it was filed from, naming the global row it became; the global
+    bank does not say which workspace that was, so each bank is asked (read-only,
+    one indexed lookup; only a bank that holds such a candidate is written to).
+    """
+    changed = 0
+    for bank, db in bank_files(base):
+        if bank == paths.GLOBAL_BANK:
+            continue
+        with translate_sqlite_errors(db):
+            reader = connect_readonly(db)
+            if reader is None:
+                continue
+            try:
+                linked = reader.execute(f"SELECT 1 FROM {CANDIDATES} WHERE memory_id = ? "
+                                        "LIMIT 1", (memory_id,)).fetchone()
+            except sqlite3.OperationalError:
+                linked = None  # no candidate was ever filed in this bank
+            finally:
+                reader.close()
+            if not linked:
+                continue
+            conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_SECONDS)
+            try:
+                conn.execute("PRAGMA secure_delete = ON")
+                changed += _forget_candidates(conn, memory_id, set(), "")
+                conn.commit()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:
+                    pass  # another connection holds the WAL; its next checkpoint overwrites it
+            finally:
+                conn.close()
+    return changed
 
 
 def _summaries_of(conn: sqlite3.Connection, memory_id: str, clause: str,

@@ -183,3 +183,40 @@ def test_forget_of_a_turn_whose_candidate_was_accepted_keeps_the_standing_memory
     assert "mnemo_candidates" not in tables_holding(db, "Zentharo")
     turn(repo.path, "s2", ACCEPTED)
     assert not listed(repo.path)  # said again: a standing memory holds it already
+
+
+def test_removing_a_candidate_accepted_as_global_memory_clears_its_candidate(
+        make_repo, data_dir: Path) -> None:
+    """The standing memory is in the global bank, its candidate in the workspace's:
+    removing the memory (or forgetting it, from any workspace) reaches the candidate."""
+    configure(capture__standing="suggest")
+    repo = bind_repo(make_repo("app"))
+    other = bind_repo(make_repo("other"))
+    db = repo.db(data_dir)
+    turn_id = turn(repo.path, "s1", ACCEPTED)
+    (candidate,) = listed(repo.path)
+    done = mnemo("candidates", "accept", candidate, "--scope", "global", "--json",
+                 cwd=repo.path)
+    assert done.exit_code == 0, done.output
+    standing_id = json.loads(done.stdout)["id"]
+    assert listed(repo.path, "--all")[candidate]["memory_id"] == standing_id
+
+    removed = forget(standing_id, repo.path, "standing", "remove")
+    assert removed["level"] == "global" and removed["copies"]["mnemo_candidates"] == 1
+    # as for a workspace standing memory: the decision goes, so the statement may be
+    # suggested again; the turn keeps its text until it is forgotten too
+    assert candidate not in listed(repo.path, "--all")
+    assert "mnemo_candidates" not in tables_holding(db, "Zentharo")
+    forget(turn_id, repo.path)
+    gone(db, data_dir, "Zentharo")
+    turn(repo.path, "s2", ACCEPTED)
+    (again,) = listed(repo.path)
+
+    # `mnemo forget` of the global memory, run in another workspace, does the same
+    done = mnemo("candidates", "accept", again, "--scope", "global", "--json",
+                 cwd=repo.path)
+    assert done.exit_code == 0, done.output
+    second_id = json.loads(done.stdout)["id"]
+    assert forget(second_id, other.path)["copies"]["mnemo_candidates"] == 1
+    assert again not in listed(repo.path, "--all")
+    assert "mnemo_candidates" not in tables_holding(db, "Zentharo")
