@@ -300,6 +300,35 @@ def check_notices(base: Path) -> Check:
                      "after an index recovery, check `mnemo workspaces`.", details=details)
 
 
+def check_shared_markers(base: Path) -> Check:
+    """Workspaces whose marker is in two existing directories (a copied checkout, a
+    template that carried its marker): both read and write one memory."""
+    from .workspace.index import Index
+    from .workspace.listing import shared_markers
+
+    try:
+        shared = shared_markers(Index(base).peek())
+    except MnemoError as exc:  # the index check says what is wrong with the file
+        return Check("shared-markers", UNKNOWN, f"cannot read the index: {exc.message}")
+    details: dict[str, Any] = {"shared": [
+        {"identity_key": s.identity_key, "display_name": s.display_name,
+         "directories": s.directories, "copies": s.copies} for s in shared]}
+    if not shared:
+        return Check("shared-markers", OK, "no workspace marker is in two directories",
+                     details=details)
+    first = shared[0]
+    more = f" (and {len(shared) - 1} more workspace(s))" if len(shared) > 1 else ""
+    commands = [c for s in shared for c in s.own_memory_commands()]
+    return Check("shared-markers", WARN,
+                 f"the marker of workspace {first.display_name} is in "
+                 f"{len(first.directories)} directories, which share one memory: "
+                 f"{', '.join(first.directories)}{more}",
+                 fix="If they are meant to share it (checkouts of one repository), nothing "
+                     "needs doing. To give a copy a memory of its own (it starts empty), "
+                     "run: " + "; ".join(commands),
+                 details=details)
+
+
 def check_bank(name: str, db: Path) -> Check:
     details: dict[str, Any] = {"bank": name, "path": str(db)}
 
@@ -708,7 +737,7 @@ def diagnose(cwd: Path | None = None, base: Path | None = None) -> DoctorReport:
             cwd, gone = Path(os.environ.get("PWD") or "."), True
     config_check, settings = check_config()
     checks = [config_check, check_mnemosyne(), check_data_dir(base), check_privacy(base),
-              check_index(base), check_notices(base)]
+              check_index(base), check_shared_markers(base), check_notices(base)]
     bank_list = banks.bank_files(base)
     checks.extend(check_bank(name, db) for name, db in bank_list)
     if not bank_list:

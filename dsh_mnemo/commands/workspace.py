@@ -77,11 +77,29 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
                                f"{result.root} for {days} day{'s' if days != 1 else ''}.")
         return report.note(f"Declined {result.root}, but `hint.decline_days` is 0: the bind "
                            "hint still shows there.")
+    index = index or Index()
     result = binding.bind(path, index=index)
     report = Report("bind", result)
     if result.status == "bound" and result.gitignore_hint:
         report.note("Commit .mnemosyne-id to share this memory with every checkout of the "
                     "repository; add it to .gitignore to keep the binding to this machine.")
+    if result.status == "already-bound" and result.identity_key:
+        data = index.peek()
+        entry = data.active_for(result.identity_key)
+        if entry is not None:
+            result.shared_with = [d for d in listing.live_directories(entry, data)
+                                  if d != result.root]
+        if result.shared_with:
+            shared = listing.SharedMarker(identity_key=result.identity_key,
+                                          display_name=result.display_name or "",
+                                          directories=[*result.shared_with, result.root],
+                                          copies=[result.root])
+            report.warn(f"{', '.join(result.shared_with)} also "
+                        f"{'holds' if len(result.shared_with) == 1 else 'hold'} this marker: "
+                        f"{result.root} shares one memory with "
+                        f"{'it' if len(result.shared_with) == 1 else 'them'}. If it is a "
+                        "copy that should have a memory of its own (it starts empty): "
+                        f"{shared.own_memory_commands()[0]}")
     return report
 
 

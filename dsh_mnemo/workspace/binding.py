@@ -33,6 +33,9 @@ class BindResult:
     marker_path: str | None = None
     declined_at: int | None = None
     gitignore_hint: bool = False
+    # Other existing directories holding the same marker (a copy): they share
+    # this memory.  Filled by the bind command.
+    shared_with: list[str] = field(default_factory=list)
 
 
 def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:

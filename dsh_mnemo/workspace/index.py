@@ -46,6 +46,7 @@ def now_ms() -> int:
 
 _TEXT_FIELDS = ("displayName", "canonicalPath", "lastSeenPath")
 _OPTIONAL_MS_FIELDS = ("proposedAt", "declinedAt")
+PREVIOUS_PATHS_KEPT = 8
 
 
 def _as_ms(name: str, value: Any) -> int:
@@ -69,6 +70,11 @@ class WorkspaceEntry:
     proposedAt: int | None = None
     declinedAt: int | None = None
     supersededBy: str | None = None
+    # Other directories the marker was seen at before `lastSeenPath`, oldest
+    # first (at most PREVIOUS_PATHS_KEPT): a moved project's old place, or a
+    # copy that holds the same marker (`listing.shared_markers`).  Written only
+    # when there is one.
+    previousPaths: list[str] = field(default_factory=list)
     # Fields this version does not know (e.g. `dshWorkspaceId` from the DSH
     # plugin's index), carried through rewrites so that none is lost.
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -110,11 +116,18 @@ class WorkspaceEntry:
         if superseded is not None and not isinstance(superseded, str):
             raise ValueError("entry field supersededBy is not text")
         data["supersededBy"] = superseded or None
+        previous = raw.get("previousPaths")
+        if previous is not None and not (isinstance(previous, list)
+                                         and all(isinstance(p, str) for p in previous)):
+            raise ValueError("entry field previousPaths is not a list of text")
+        data["previousPaths"] = list(previous or [])
         extra = {k: v for k, v in raw.items() if k not in known}
         return cls(**data, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
         body = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        if not self.previousPaths:
+            del body["previousPaths"]
         return {**self.extra, **body}
 
 
@@ -170,7 +183,10 @@ class IndexData:
         if entry is None:
             entry = mint_entry(identity_key, root)
             self.workspaces.append(entry)
-        else:
+        elif entry.lastSeenPath != str(root):
+            if entry.lastSeenPath:
+                kept = [p for p in entry.previousPaths if p not in (entry.lastSeenPath, str(root))]
+                entry.previousPaths = [*kept, entry.lastSeenPath][-PREVIOUS_PATHS_KEPT:]
             entry.lastSeenPath = str(root)
         return entry
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 from .. import paths
 from ..record import field, record
 from . import identity
 from . import orphans as orphan_scan
-from .index import Index, WorkspaceEntry
+from .index import Index, IndexData, WorkspaceEntry
 from .orphans import Orphan
 
 
@@ -68,3 +70,69 @@ def list_workspaces(*, index: Index | None = None, cwd: Path | None = None
                             pending=orphan_scan.pending_moves(index, data),
                             index_recovered_from=index.recovery.moved_to
                             if index.recovery else None)
+
+
+# ---------------------------------------------------------------------------
+# One marker in two live directories: copies that share one memory
+
+
+@record
+class SharedMarker:
+    """A workspace whose marker is in two or more existing directories."""
+
+    identity_key: str
+    display_name: str
+    directories: list[str]  # every one of them; the first keeps the memory
+    copies: list[str]  # the others
+
+    def own_memory_commands(self) -> list[str]:
+        """What gives each copy a memory of its own (the first keeps this one)."""
+        return [f"rm {shlex.quote(str(Path(copy) / identity.MARKER_NAME))} && "
+                f"mnemo bind {shlex.quote(copy)}" for copy in self.copies]
+
+
+def live_directories(entry: WorkspaceEntry, data: IndexData) -> list[str]:
+    """The directories recorded for `entry` that exist now and hold a marker
+    resolving to it; the one it was bound at first, then in the order seen.
+
+    Only the paths the index recorded are looked at (a stat and a small read
+    each): the disk is never searched.  One directory reached by two paths
+    counts once.
+    """
+    found: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    for path in dict.fromkeys((entry.canonicalPath, *entry.previousPaths,
+                               entry.lastSeenPath)):
+        if not path:
+            continue
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        if (stat.st_dev, stat.st_ino) in seen:
+            continue
+        try:
+            found_uuid = identity.read_marker(Path(path) / identity.MARKER_NAME)
+        except identity.MarkerError:
+            continue
+        if data.active_for(identity.identity_key_for(found_uuid)) is not entry:
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        found.append(path)
+    return found
+
+
+def shared_markers(data: IndexData) -> list[SharedMarker]:
+    """Every workspace whose marker is in two or more existing directories
+    (a copied checkout, a template that carried its marker): they share one
+    memory, which is deliberate only if the user meant it."""
+    found = []
+    for entry in data.workspaces:
+        if entry.supersededBy:
+            continue  # its markers resolve to the entry that superseded it
+        live = live_directories(entry, data)
+        if len(live) >= 2:
+            found.append(SharedMarker(identity_key=entry.identityKey,
+                                      display_name=entry.displayName,
+                                      directories=live, copies=live[1:]))
+    return found

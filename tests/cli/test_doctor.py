@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 from datetime import datetime, timedelta, timezone
@@ -120,6 +121,54 @@ def test_a_corrupt_index_is_reported_and_left_in_place(make_repo, monkeypatch,
     assert "1 workspace entry recoverable" in check["fix"]  # from the last good copy
     assert index.read_text(encoding="utf-8") == '{"version": 1, "workspaces": ['
     assert not list(data_dir.glob("identity.json.corrupt-*")), "doctor moved the index"
+
+
+def test_a_copied_checkout_that_shares_the_memory_is_a_warning(make_repo, monkeypatch,
+                                                                  data_dir) -> None:
+    original = bound_repo_with_memory(make_repo, monkeypatch).resolve()
+    code, report = run_doctor()
+    assert code == 0, report
+    assert by_name(report)["shared-markers"]["status"] == "ok"
+    copy = original.parent / "proj-copy"
+    shutil.copytree(original, copy)
+    # the copy is used, then the original again (the index follows the marker)
+    for where in (copy, original):
+        monkeypatch.chdir(where)
+        assert runner.invoke(app, ["status"]).exit_code == 0
+    code, report = run_doctor()
+    assert code == ExitCode.PENDING
+    check = by_name(report)["shared-markers"]
+    assert check["status"] == "warn"
+    assert f"{original}, {copy}" in check["summary"] and "share one memory" in check["summary"]
+    command = f"rm {copy / '.mnemosyne-id'} && mnemo bind {copy}"
+    assert command in check["fix"]
+    assert check["details"]["shared"][0]["copies"] == [str(copy)]
+    human = runner.invoke(app, ["doctor"])
+    assert human.exit_code == ExitCode.PENDING and "shared-markers" in human.stdout
+    # what the fix says gives the copy its own (empty) memory; the original keeps its own
+    (copy / ".mnemosyne-id").unlink()
+    assert runner.invoke(app, ["bind", str(copy)]).exit_code == 0
+    code, report = run_doctor()
+    assert by_name(report)["shared-markers"]["status"] == "ok", report
+    monkeypatch.chdir(copy)
+    assert "make release" not in runner.invoke(app, ["recall", "deploy"]).stdout
+    monkeypatch.chdir(original)
+    assert "make release" in runner.invoke(app, ["recall", "deploy"]).stdout
+
+
+def test_a_moved_project_is_not_a_shared_marker(make_repo, monkeypatch, data_dir) -> None:
+    original = bound_repo_with_memory(make_repo, monkeypatch).resolve()
+    moved = original.parent / "proj-moved"
+    monkeypatch.chdir(original.parent)
+    original.rename(moved)
+    monkeypatch.chdir(moved)
+    assert runner.invoke(app, ["status"]).exit_code == 0
+    # the old place holds a new project now, with a marker of its own
+    original.mkdir()
+    monkeypatch.chdir(original)
+    assert runner.invoke(app, ["bind", str(original)]).exit_code == 0
+    code, report = run_doctor()
+    assert by_name(report)["shared-markers"]["status"] == "ok", report
 
 
 def test_a_damaged_bank_fails_quick_check(make_repo, monkeypatch, data_dir) -> None:

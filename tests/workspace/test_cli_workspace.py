@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,25 @@ def test_bind_twice_reports_already_bound(make_repo) -> None:
     assert again["status"] == "already-bound"
     assert again["namespace"] == first["namespace"]
     assert (repo / MARKER).read_bytes() == marker
+
+
+def test_bind_in_a_copy_says_which_directory_shares_its_memory(make_repo) -> None:
+    original = make_repo("app")
+    ok_json(invoke("bind", str(original), "--json"), "bind")
+    copy = original.parent / "app-copy"
+    shutil.copytree(original, copy)
+    result = invoke("bind", str(copy), "--json")
+    document = ok_json(result, "bind")
+    assert document["status"] == "already-bound" and document["shared_with"] == [str(original)]
+    assert f"{original} also holds this marker" in result.stderr
+    assert f"rm {copy / MARKER} && mnemo bind {copy}" in result.stderr
+    # the original, bound again, names the copy; a directory alone names nobody
+    again = invoke("bind", str(original))
+    assert again.exit_code == 0 and f"{copy} also holds this marker" in again.stderr
+    (copy / MARKER).unlink()
+    assert ok_json(invoke("bind", str(copy), "--json"), "bind")["status"] == "bound"
+    alone = invoke("bind", str(original), "--json")
+    assert ok_json(alone, "bind")["shared_with"] == [] and "marker" not in alone.stderr
 
 
 def test_bind_in_a_subdirectory_of_a_bound_repository(make_repo) -> None:

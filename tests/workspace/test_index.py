@@ -65,6 +65,32 @@ def test_transaction_writes_the_documented_shape(data_dir: Path) -> None:
     assert Index().load().by_identity("id:a").displayName == "a"
 
 
+def test_the_directories_a_marker_was_seen_at_before_are_kept(data_dir: Path) -> None:
+    with Index().transaction() as data:
+        data.register("id:a", Path("/p/a"))
+    assert "previousPaths" not in read_index(data_dir)["workspaces"][0]  # none yet
+    def seen_at(*places: str) -> WorkspaceEntry:
+        for place in places:
+            with Index().transaction() as data:
+                data.register("id:a", Path(place))
+        return Index().load().by_identity("id:a")
+
+    # each once (the directory seen now is not among them), oldest first
+    entry = seen_at("/p/copy", "/p/a", "/p/copy")
+    assert (entry.lastSeenPath, entry.previousPaths) == ("/p/copy", ["/p/a"])
+    entry = seen_at("/p/a", "/p/b")
+    assert (entry.lastSeenPath, entry.previousPaths) == ("/p/b", ["/p/copy", "/p/a"])
+    # the newest 8 only
+    entry = seen_at(*(f"/p/m{i}" for i in range(10)))
+    assert entry.lastSeenPath == "/p/m9" and entry.canonicalPath == "/p/a"
+    assert entry.previousPaths == [f"/p/m{i}" for i in range(1, 9)]
+    assert read_index(data_dir)["workspaces"][0]["previousPaths"] == entry.previousPaths
+    raw = read_index(data_dir)
+    raw["workspaces"][0]["previousPaths"] = "/p/a"
+    with pytest.raises(ValueError, match="previousPaths"):
+        WorkspaceEntry.from_json(raw["workspaces"][0])
+
+
 def test_transaction_leaves_no_temp_files(data_dir: Path) -> None:
     for key in ("id:a", "id:b", "id:c"):
         with Index().transaction() as data:
