@@ -90,16 +90,12 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
             result.shared_with = [d for d in listing.live_directories(entry, data)
                                   if d != result.root]
         if result.shared_with:
-            shared = listing.SharedMarker(identity_key=result.identity_key,
-                                          display_name=result.display_name or "",
-                                          directories=[*result.shared_with, result.root],
-                                          copies=[result.root])
-            report.warn(f"{', '.join(result.shared_with)} also "
-                        f"{'holds' if len(result.shared_with) == 1 else 'hold'} this marker: "
-                        f"{result.root} shares one memory with "
-                        f"{'it' if len(result.shared_with) == 1 else 'them'}. If it is a "
-                        "copy that should have a memory of its own (it starts empty): "
-                        f"{shared.own_memory_commands()[0]}")
+            one = len(result.shared_with) == 1
+            report.warn(f"{', '.join(result.shared_with)} also {'holds' if one else 'hold'} "
+                        f"this marker, so {'it shares' if one else 'they share'} one memory "
+                        f"with {result.root}. If {result.root} is a copy that should have a "
+                        "memory of its own (it starts empty), run: "
+                        f"{listing.own_memory_command(result.root)}")
     return report
 
 

@@ -87,8 +87,14 @@ class SharedMarker:
 
     def own_memory_commands(self) -> list[str]:
         """What gives each copy a memory of its own (the first keeps this one)."""
-        return [f"rm {shlex.quote(str(Path(copy) / identity.MARKER_NAME))} && "
-                f"mnemo bind {shlex.quote(copy)}" for copy in self.copies]
+        return [own_memory_command(copy) for copy in self.copies]
+
+
+def own_memory_command(directory: str) -> str:
+    """The shell command that gives `directory` a new, empty memory of its own: its
+    marker goes, and a bind writes a new one (the other directories keep the old)."""
+    return (f"rm {shlex.quote(str(Path(directory) / identity.MARKER_NAME))} && "
+            f"mnemo bind {shlex.quote(directory)}")
 
 
 def live_directories(entry: WorkspaceEntry, data: IndexData) -> list[str]:
