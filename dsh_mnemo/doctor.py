@@ -302,30 +302,39 @@ def check_notices(base: Path) -> Check:
 
 def check_shared_markers(base: Path) -> Check:
     """Workspaces whose marker is in two existing directories (a copied checkout, a
-    template that carried its marker): both read and write one memory."""
+    template that carried its marker): both read and write one memory.  Clones of
+    one repository with the marker committed share it on purpose (`info`)."""
     from .workspace.index import Index
-    from .workspace.listing import shared_markers
+    from .workspace.listing import mark_shared_through_git, shared_markers
 
     try:
-        shared = shared_markers(Index(base).peek())
+        shared = mark_shared_through_git(shared_markers(Index(base).peek()))
     except MnemoError as exc:  # the index check says what is wrong with the file
         return Check("shared-markers", UNKNOWN, f"cannot read the index: {exc.message}")
     details: dict[str, Any] = {"shared": [
         {"identity_key": s.identity_key, "display_name": s.display_name,
-         "directories": s.directories, "copies": s.copies} for s in shared]}
+         "directories": s.directories, "copies": s.copies, "through_git": s.through_git}
+        for s in shared]}
     if not shared:
         return Check("shared-markers", OK, "no workspace marker is in two directories",
                      details=details)
-    first = shared[0]
-    more = f" (and {len(shared) - 1} more workspace(s))" if len(shared) > 1 else ""
-    commands = [c for s in shared for c in s.own_memory_commands()]
+    copies = [s for s in shared if not s.through_git]
+    if not copies:
+        names = ", ".join(s.display_name for s in shared)
+        return Check("shared-markers", INFO,
+                     f"checkouts of one repository share their memory through the committed "
+                     f"marker ({names}): {', '.join(shared[0].directories)}",
+                     details=details)
+    first = copies[0]
+    more = f" (and {len(copies) - 1} more workspace(s))" if len(copies) > 1 else ""
+    commands = [c for s in copies for c in s.own_memory_commands()]
     return Check("shared-markers", WARN,
                  f"the marker of workspace {first.display_name} is in "
                  f"{len(first.directories)} directories, which share one memory: "
                  f"{', '.join(first.directories)}{more}",
-                 fix="If they are meant to share it (checkouts of one repository), nothing "
-                     "needs doing. To give a copy a memory of its own (it starts empty), "
-                     "run: " + "; ".join(commands),
+                 fix="If they are meant to share it, commit the marker in the repository "
+                     "(clones of one repository that do are not reported). To give a copy a "
+                     "memory of its own (it starts empty), run: " + "; ".join(commands),
                  details=details)
 
 

@@ -84,6 +84,9 @@ class SharedMarker:
     display_name: str
     directories: list[str]  # every one of them; the first keeps the memory
     copies: list[str]  # the others
+    # Every directory is a checkout of one git repository (a common first commit)
+    # that has the marker committed: sharing it through git, as `bind` intends.
+    through_git: bool = False
 
     def own_memory_commands(self) -> list[str]:
         """What gives each copy a memory of its own (the first keeps this one)."""
@@ -142,3 +145,55 @@ def shared_markers(data: IndexData) -> list[SharedMarker]:
                                       display_name=entry.displayName,
                                       directories=live, copies=live[1:]))
     return found
+
+
+# A checkout's git answers within this (it reads the index and one commit); a
+# git that hangs (a lock, a network file system) makes the copy a plain copy.
+GIT_SECONDS = 5.0
+
+
+def _git(directory: str, *args: str) -> str | None:
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        done = subprocess.run([git, "-C", directory, *args], capture_output=True, text=True,
+                              timeout=GIT_SECONDS, check=False,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def shared_through_git(directories: list[str]) -> bool:
+    """Whether every directory is a git checkout of one repository (they share a
+    first commit) with the marker committed: clones that share the memory on
+    purpose.  A `cp -r` of an uncommitted marker, or a project made from a
+    template (a history of its own) that carried the template's marker, is not."""
+    roots: set[str] | None = None
+    for directory in directories:
+        if _git(directory, "ls-files", "--error-unmatch", "--", identity.MARKER_NAME) is None:
+            return False
+        first = _git(directory, "rev-list", "--max-parents=0", "HEAD")
+        commits = set(first.split()) if first else set()
+        if not commits:
+            return False
+        roots = commits if roots is None else roots & commits
+        if not roots:
+            return False
+    return True
+
+
+def mark_shared_through_git(shared: list[SharedMarker]) -> list[SharedMarker]:
+    """`shared` with `through_git` set, and `copies` cut to the directories that do
+    not share the first one's repository (a few git calls per shared workspace; the
+    doctor's check only, never a hook)."""
+    for item in shared:
+        first = item.directories[0]
+        copies = [c for c in item.copies if not shared_through_git([first, c])]
+        item.through_git = not copies
+        item.copies = copies or item.copies
+    return shared

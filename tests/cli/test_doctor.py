@@ -156,6 +156,46 @@ def test_a_copied_checkout_that_shares_the_memory_is_a_warning(make_repo, monkey
     assert "make release" in runner.invoke(app, ["recall", "deploy"]).stdout
 
 
+def _git(where: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+def test_clones_that_commit_the_marker_share_it_on_purpose(make_repo, monkeypatch,
+                                                           data_dir) -> None:
+    """Two clones of one repository with the marker committed (what `bind` intends when
+    the marker is not ignored) share the memory on purpose: doctor says so (info) and
+    exits 0.  A project made from it with a history of its own (a template that carried
+    the marker) is a copy: a warning."""
+    original = bound_repo_with_memory(make_repo, monkeypatch).resolve()
+    _git(original, "add", ".mnemosyne-id")
+    _git(original, "commit", "-q", "-m", "bind")
+    clone = original.parent / "proj-clone"
+    _git(original.parent, "clone", "-q", str(original), str(clone))
+    for where in (clone, original):
+        monkeypatch.chdir(where)
+        assert runner.invoke(app, ["status"]).exit_code == 0
+    code, report = run_doctor()
+    check = by_name(report)["shared-markers"]
+    assert check["status"] == "info", check
+    assert code == 0, report
+    assert str(clone) in check["summary"] and check["details"]["shared"][0]["through_git"]
+
+    templated = original.parent / "from-template"
+    shutil.copytree(original, templated)
+    shutil.rmtree(templated / ".git")
+    _git(templated, "init", "-q")
+    _git(templated, "add", ".mnemosyne-id")
+    _git(templated, "commit", "-q", "-m", "from the template")
+    monkeypatch.chdir(templated)
+    assert runner.invoke(app, ["status"]).exit_code == 0
+    code, report = run_doctor()
+    check = by_name(report)["shared-markers"]
+    assert code == ExitCode.PENDING and check["status"] == "warn", check
+    assert f"rm {templated / '.mnemosyne-id'} && mnemo bind {templated}" in check["fix"]
+    assert check["details"]["shared"][0]["copies"] == [str(templated)]  # not the clone
+
+
 def test_a_moved_project_is_not_a_shared_marker(make_repo, monkeypatch, data_dir) -> None:
     original = bound_repo_with_memory(make_repo, monkeypatch).resolve()
     moved = original.parent / "proj-moved"
