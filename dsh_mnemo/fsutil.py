@@ -63,12 +63,46 @@ def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE) -> Non
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE,
+                       sync: bool = True) -> None:
     """`atomic_write_text` of bytes: written to a temporary file of its own in the
     same folder and synced, renamed over `path`, the rename synced (a crash or a
-    power loss leaves the old file or the new one, never a torn one)."""
+    power loss leaves the old file or the new one, never a torn one).
+
+    `sync=False` leaves out both syncs, for a file whose loss in a power cut costs
+    nothing (a time stamp): readers still see the old file or the new one whole."""
     make_dirs(path.parent, private=not (mode & 0o077))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    tmp = _written_aside(path, data, mode, sync)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if sync:
+        sync_dir(path.parent)
+
+
+def atomic_create_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE) -> None:
+    """A new file at `path`, whole or not at all, never written over another.
+
+    Written aside and synced as `atomic_write_bytes` does, then hard-linked into
+    place: FileExistsError if anything is at `path` already (a symlink too, even
+    a dangling one), so of two writers racing for one name exactly one wins.
+    The folder must exist (FileNotFoundError), and allow hard links."""
+    tmp = _written_aside(path, data, mode, True)
+    try:
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    sync_dir(path.parent)
+
+
+def _written_aside(path: Path, data: bytes, mode: int, sync: bool) -> str:
+    """`data` in a new temporary file beside `path` (a name no other writer uses,
+    `.NAME.PID.RANDOM.tmp`), with `mode`, synced unless told not to; its path."""
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
@@ -76,15 +110,15 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE) -> 
             while view:
                 view = view[os.write(fd, view):]
             os.fchmod(fd, mode)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    sync_dir(path.parent)
+    return tmp
 
 
 def sync_dir(folder: Path) -> None:

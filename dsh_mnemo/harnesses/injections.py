@@ -5,10 +5,11 @@ is the sign that a harness really runs the hook: the prompt handler calls
 `record_injection` each time it hands a block or hint to a harness, and
 `mnemo hooks status` shows `last_injections`.  One small file per harness,
 `<data dir>/hooks/last-injection/<harness>`, holding epoch milliseconds and
-replaced atomically (concurrent hooks of different harnesses never share a
-file; of the same harness, the last write wins, which is the answer).
+replaced atomically (`fsutil.atomic_write_bytes`, unsynced; concurrent hooks of
+different harnesses never share a file; of the same harness, the last write
+wins, which is the answer).
 
-Cheap on the hook path: standard library only, one write of a few bytes.
+Cheap on the hook path: one unsynced write of a few bytes.
 Runs of `mnemo hooks test` (their session ids start with TEST_SESSION_PREFIX)
 are not recorded: they prove nothing about the harness.
 """
@@ -16,7 +17,6 @@ are not recorded: they prove nothing about the harness.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from pathlib import Path
 
@@ -38,16 +38,12 @@ def record_injection(base: Path, harness: str, *, session_id: str | None = None,
     if not _safe(harness) or (session_id or "").startswith(TEST_SESSION_PREFIX):
         return
     stamp = int(time.time() * 1000) if now_ms is None else now_ms
-    folder = _folder(base)
-    target = folder / harness
-    tmp = folder / f".{harness}.{os.getpid()}.tmp"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(f"{stamp}\n", encoding="ascii")
-        os.replace(tmp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    from ..fsutil import atomic_write_bytes
+
+    # Private (0600 in a 0700 folder), whatever the process's umask; not synced:
+    # a stamp lost in a power cut costs nothing, an fsync per prompt would.
+    with contextlib.suppress(OSError):
+        atomic_write_bytes(_folder(base) / harness, f"{stamp}\n".encode("ascii"), sync=False)
 
 
 def last_injection(base: Path, harness: str) -> int | None:

@@ -187,13 +187,15 @@ def read_rest(raw: bytes, fd: int, base: Any, harness: str, kind: str) -> tuple[
 
 def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any,
                  base: Any, *, environ: Any = None, process_cwd: str | None = None,
-                 defer: Any = None, cut: bool = False) -> None:
+                 defer: Any = None, cut: bool = False, until: float | None = None) -> None:
     """Decode, parse and handle one event; always emits (the neutral answer at worst).
 
     The one implementation both transports share: a hook process calls it
     with its own environment, the resident server with its client's
     (`environ`, `process_cwd`) and a `defer` that queues the work after the
-    answer for its housekeeping thread.  `cut`: the read of `raw` ended at its
+    answer for its housekeeping thread, and the `until` (epoch seconds) past
+    which its client has given up and answers in process: the event is then
+    not recorded by the server too.  `cut`: the read of `raw` ended at its
     deadline, not at the end of the event.
     """
     try:
@@ -210,7 +212,7 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
         payload = decode_payload(raw)
         event = parse_event(payload, harness, kind, environ=environ, process_cwd=process_cwd)
         run = HookRun(harness=harness, kind=kind, settings=settings, base=base,
-                      emit=answer.emit, defer=defer)
+                      emit=answer.emit, defer=defer, until=until)
         HANDLERS[kind](run, event)
     except BaseException as exc:  # noqa: BLE001 - fail open, whatever happened
         bad = type(exc).__name__ == "BadEvent"

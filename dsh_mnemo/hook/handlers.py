@@ -27,7 +27,7 @@ from ..harnesses.registry import HARNESSES, format_output, neutral_output
 from ..record import field, record
 from . import log
 from .events import HookEvent, last_reply_from_transcript
-from .spool import MAX_BYTES, MAX_PENDING, Spool, Turn
+from .spool import MAX_BYTES, MAX_PENDING, GaveUp, Spool, Turn
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,6 +103,9 @@ class HookRun:
     emit: Callable[[str], None]
     notes: list[str] = field(default_factory=list)
     defer: Callable[[Callable[[], None]], None] | None = None
+    # The resident server's: epoch seconds past which the client has given up on this
+    # request and answered it through its own in-process path (None: no limit).
+    until: float | None = None
     # Recall bookkeeping the prompt deferred: upstream's (`store.recall(tracking=...)`),
     # or, for a semantic recall, the memories injected (`store.note_recalled`).
     tracking: list[Any] = field(default_factory=list)
@@ -220,7 +223,7 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
     inject = HARNESSES[run.harness].can_inject and not event.continuation
     if inject:
         early_query_vector(run, cwd, event.session_id, text)  # beside the spool's write
-    spool = Spool(run.base, run.harness, event.session_id, cwd)
+    spool = Spool(run.base, run.harness, event.session_id, cwd, until=run.until)
     displaced: list[Turn] = []
     if text and settings["capture.enabled"]:
         try:
@@ -232,6 +235,9 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
                 run.log(f"spool full ({MAX_PENDING} turns or {MAX_BYTES} bytes of a session "
                         f"that could not be stored): dropped the {dropped} oldest pending "
                         "turn(s)", level="warning")
+        except GaveUp as exc:
+            gave_up(run, exc)
+            return
         except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
             run.failed("spool", exc)
     context_text = None
@@ -696,7 +702,7 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
         run.emit(neutral_output(run.harness, run.kind))
         return
     cwd = usable_cwd(run, event, SPOOLED_TURNS_GO_ON)
-    spool = Spool(run.base, run.harness, event.session_id, cwd or event.cwd)
+    spool = Spool(run.base, run.harness, event.session_id, cwd or event.cwd, until=run.until)
     user = clean_text(run, event.user) if event.user else ""
     reply = None
     if "assistant" in run.settings["capture.roles"]:
@@ -712,6 +718,9 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
             truncate(reply, int(run.settings["capture.assistant_limit"])) if reply else None,
             cwd, event.session_id, where=event.cwd,
             workspace=workspace_key(cwd) if cwd and (user or reply) else None)
+    except GaveUp as exc:
+        gave_up(run, exc)
+        return
     finally:
         run.emit(neutral_output(run.harness, run.kind))  # nothing to say to the harness
     if dropped:
@@ -723,6 +732,12 @@ def on_turn_end(run: HookRun, event: HookEvent) -> None:
         recover_abandoned(run, exclude=spool.path)
 
     run.later(after)
+
+
+def gave_up(run: HookRun, exc: GaveUp) -> None:
+    """A server request that stalled past its client's patience records nothing: the
+    client's in-process fallback recorded the event (and may have stored it since)."""
+    run.log(f"not recorded here: {exc}; its in-process fallback records it", level="info")
 
 
 def on_session_end(run: HookRun, event: HookEvent) -> None:

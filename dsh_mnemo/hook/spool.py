@@ -16,6 +16,14 @@ lost": a claimed turn leaves the spool only when its claimer stored it.  The
 spool is bounded (`MAX_PENDING` turns, `MAX_BYTES` of text per session):
 past that the oldest turns nobody is storing are dropped, and the caller
 logs how many — the one way a turn can be lost, and never silently.
+
+A spool opened for a request its client may give up on (the resident
+server's, `until`) refuses to record a prompt or a turn end once that time
+has passed: the client has answered through its own in-process path by
+then, which records the event itself, and may already have stored it — a
+request that stalled in the server must not spool it again.  The check is
+made under the lock, so either the server records the event before the
+client gives up (and the fallback finds it pending: one turn) or not at all.
 """
 
 from __future__ import annotations
@@ -142,6 +150,10 @@ class SpoolState:
         self.ended = False
 
 
+class GaveUp(Exception):
+    """The client of this request gave up waiting; its fallback records the event."""
+
+
 def _pid_alive(pid: int) -> bool:
     """Is `pid` a running process?  A zombie is not: it died, and nobody reaped it yet
     (a killed server or worker is an orphan whose reaper may take its time)."""
@@ -162,7 +174,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 class Spool:
-    def __init__(self, base: Path, harness: str, session_id: str | None, cwd: str | None):
+    # Epoch seconds after which this process must not record a new prompt or turn
+    # end (a server request its client gave up on); None: no such limit.
+    until: float | None = None
+
+    def __init__(self, base: Path, harness: str, session_id: str | None, cwd: str | None,
+                 *, until: float | None = None):
         # Without a session id, turns pair by directory: the best key left.
         who = session_id if session_id else f"cwd:{cwd or ''}"
         digest = sha256_hex(f"{harness}\0{who}".encode("utf-8", "replace"))
@@ -170,6 +187,12 @@ class Spool:
         self.dir = base / "spool"
         self.path = self.dir / f"{digest[:40]}.json"
         self.lock_path = self.dir / f"{digest[:40]}.lock"
+        self.until = until
+
+    def _still_wanted(self) -> None:
+        """Under the lock, before an event is recorded: raise GaveUp past `until`."""
+        if self.until is not None and time.time() > self.until:
+            raise GaveUp(f"the client gave up {time.time() - self.until:.1f}s ago")
 
     @classmethod
     def at(cls, path: Path) -> Spool:
@@ -281,6 +304,7 @@ class Spool:
         for a spool that cannot be emptied for a long time).
         """
         with self.locked() as state:
+            self._still_wanted()
             open_turns = [t for t in state.turns if t.claim_pid is None]
             if open_turns and open_turns[-1].text == text:
                 # The same prompt again (Qwen continuations, a retried hook): one turn.
@@ -366,6 +390,7 @@ class Spool:
         """
         where = cwd if where is None else where
         with self.locked() as state:
+            self._still_wanted()
             dropped = 0
             if (user and not any(t.text == user for t in state.turns)
                     and digest(user) not in state.recent):

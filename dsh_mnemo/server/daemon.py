@@ -332,7 +332,10 @@ class Server:
             # The client's directory, "" if it had none: never this server's own
             # (that of whichever hook started it, another repository).
             handle_event(answer, kind, harness, body, settings, self.base, environ=environ,
-                         process_cwd=fields.get("cwd", ""), defer=self._after_answer)
+                         process_cwd=fields.get("cwd", ""), defer=self._after_answer,
+                         # Past it the client answers in process: a request that stalls
+                         # here must not spool the event a second time (`Spool.until`).
+                         until=until if until != float("inf") else None)
         finally:
             if first:
                 with self.prompts_done:

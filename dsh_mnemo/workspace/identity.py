@@ -8,14 +8,13 @@ identity is ever derived from a path or a git remote.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from pathlib import Path
 
 from .. import paths
 from ..errors import DataError, RefusedError
-from ..fsutil import sha256_hex
+from ..fsutil import atomic_create_bytes, sha256_hex
 from ..record import field, record
 
 MARKER_NAME = ".mnemosyne-id"
@@ -125,36 +124,19 @@ class MarkerExistsError(RefusedError):
 def write_marker(root: Path, workspace_uuid: str) -> Path:
     """Create `root/.mnemosyne-id`; never overwrites an existing file.
 
-    The content goes to a temporary file that is then hard-linked into place,
-    so the marker appears whole or not at all, and two binders racing on one
-    directory cannot both win.
+    The content goes to a temporary file of a name no other bind uses, synced,
+    that is then hard-linked into place (`atomic_create_bytes`), so the marker
+    appears whole or not at all, and two binders racing on one directory cannot
+    both win.
     """
     target = root / MARKER_NAME
     try:
-        # A fresh unique name: a stale temp file left by a killed bind (whose
-        # pid may be reused) must not make this bind fail.
-        import tempfile
-
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{MARKER_NAME}.", suffix=".tmp", dir=root)
-    except OSError as exc:
-        raise RefusedError(f"cannot write {target}: {exc.strerror}",
-                           hint="Check that the directory is writable.") from None
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(marker_text(workspace_uuid))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.link(tmp, target)
+        atomic_create_bytes(target, marker_text(workspace_uuid).encode("utf-8"), mode=0o644)
     except FileExistsError:
         raise MarkerExistsError(f"{target} already exists") from None
     except OSError as exc:
         raise RefusedError(f"cannot write {target}: {exc.strerror}",
                            hint="Check that the directory is writable.") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
     return target
 
 

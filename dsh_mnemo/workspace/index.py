@@ -29,7 +29,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import DataError
 from ..faults import fault
-from ..fsutil import atomic_write_text, file_lock, try_lock
+from ..fsutil import atomic_write_bytes, atomic_write_text, file_lock, try_lock
 from ..record import asdict, field, fields, record
 from .identity import bank_for, is_workspace_namespace, namespace_for
 
@@ -525,14 +525,11 @@ class Index:
                 continue
             except OSError:
                 pass
-            try:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
+            if os.path.lexists(target):
                 continue
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(corrupt)
-                handle.flush()
-                os.fsync(handle.fileno())
+            # Whole or not at all: a writer killed here leaves a temporary file that
+            # the next one sweeps.  The lock is held: nobody else writes these names.
+            atomic_write_bytes(target, corrupt)
             return str(target)
 
 

@@ -718,6 +718,25 @@ def test_record_and_read_injections(tmp_path: Path) -> None:
     injections.record_injection(blocked, "codex")  # never raises
 
 
+def test_the_injection_record_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    """A program using the library keeps its own umask (often 022): the record, like
+    everything mnemo keeps, is still 0600 in a 0700 folder, and no temporary file
+    is left beside it."""
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        injections.record_injection(tmp_path / "data", "codex", now_ms=1000)
+        injections.record_injection(tmp_path / "data", "codex", now_ms=2000)
+    finally:
+        os.umask(old)
+    folder = tmp_path.joinpath("data", *injections.FOLDER)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "codex").stat().st_mode) == 0o600
+    assert [p.name for p in folder.iterdir()] == ["codex"]
+    assert injections.last_injection(tmp_path / "data", "codex") == 2000
+
+
 # ─── 12. Session end: idempotent, and nothing depends on it ────────────────
 
 @pytest.mark.parametrize("harness", ["gemini", "qwen", "codex"])

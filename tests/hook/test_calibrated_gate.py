@@ -25,6 +25,12 @@ pytestmark = [
     pytest.mark.skipif(cpu_problem() is not None, reason="the packaged model cannot run here"),
 ]
 
+# What these tests check is the gate, not how long anything takes: the local server
+# runs the real model for each request (in this process, behind its GIL), which on a
+# loaded machine takes far longer than the 2 s default timeout or the 10 s hook
+# deadline.  Both are set as far as they go, so a slow answer is still an answer.
+SLOW_MACHINE = {"embeddings__timeout_seconds": 30.0, "hooks__deadline_seconds": 60.0}
+
 OFF_TOPIC = ("what's the difference between a buffered and an unbuffered channel in Go?",
              "center a div vertically and horizontally with flexbox")
 
@@ -46,7 +52,7 @@ def wider(repo: Path, embed_server: EmbedServer, packaged):  # noqa: F811 - the 
     embed_server.model = model.serve
     embed_server.dim = 384
     settings = configure(embeddings__backend="openai-url", embeddings__url=embed_server.url,
-                         embeddings__model="wider-e5")
+                         embeddings__model="wider-e5", **SLOW_MACHINE)
     from dsh_mnemo.commands.memory import remember
 
     calibration.forget_memo()
@@ -111,8 +117,10 @@ def test_a_server_that_fails_costs_remember_no_measurement(repo: Path, isolated_
     """The memory is stored without a vector, and no measurement is tried against a
     server that just failed (each try would cost its timeout again)."""
     embed_server.dim = 8
+    # The server fails at once (a 500): a long timeout costs nothing, and a short one
+    # could fail the dimension probe of a loaded machine instead.
     settings = configure(embeddings__backend="openai-url", embeddings__url=embed_server.url,
-                         embeddings__model="down", embeddings__timeout_seconds=0.5)
+                         embeddings__model="down", **SLOW_MACHINE)
     from dsh_mnemo.commands.memory import remember
     from dsh_mnemo.memory import semantic
 

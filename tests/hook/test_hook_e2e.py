@@ -171,8 +171,10 @@ def test_deadline_prints_nothing_and_exits_zero(repo: Path, data_dir: Path) -> N
                                                           prompt=QUESTION), env=env, timeout=10,
                               wait=False)
     assert (via_wrapper.returncode, via_wrapper.stdout) == (0, "")
-    # Three hooks whose work would take 20 s each came back within their deadlines.
-    assert time.monotonic() - started < 3 * (0.5 + 1.0)
+    # Three hooks whose work would take 20 s each came back within their deadlines
+    # (each cut at 0.5 s, as the log says); the margin is a loaded machine's start-up
+    # and exit, still far short of even one hook's work.
+    assert time.monotonic() - started < 3 * (0.5 + 3.0)
     assert log_text(data_dir).count("deadline of 0.5s exceeded") == 3
     stop_workers()
 

@@ -284,6 +284,28 @@ def test_spool_pairs_and_never_hands_a_turn_out_twice(tmp_path: Path) -> None:
     assert not spool.path.exists()
 
 
+def test_a_spool_past_its_clients_patience_records_no_prompt_and_no_turn_end(
+        tmp_path: Path) -> None:
+    """The resident server's spool (`until`: its client gave up then, and answers in
+    process) records nothing after that time, not even an event it has not seen:
+    the fallback records it and may have stored it already."""
+    from dsh_mnemo.hook.spool import GaveUp
+
+    fallback = Spool(tmp_path, "claude-code", "S", "/w")
+    fallback.add_prompt("first", "/w", "S")
+    turns, _ = fallback.end_turn(None, "reply", "/w", "S")
+    fallback.finish(turns, [("bank", "ns")])
+    late = Spool(tmp_path, "claude-code", "S", "/w", until=time.time() - 1)
+    with pytest.raises(GaveUp):
+        late.add_prompt("first", "/w", "S")
+    with pytest.raises(GaveUp):
+        late.end_turn("first", "reply", "/w", "S")
+    assert fallback.take_all() == []  # nothing came back to be stored again
+    in_time = Spool(tmp_path, "claude-code", "S", "/w", until=time.time() + 60)
+    assert in_time.add_prompt("second", "/w", "S") == ([], 0)
+    assert [t.text for t in fallback.take_all()] == ["second"]
+
+
 def test_spool_releases_failed_turns_and_reclaims_dead_claims(tmp_path: Path) -> None:
     spool = Spool(tmp_path, "codex", "S", "/w")
     spool.add_prompt("one", "/w", "S")
