@@ -520,10 +520,24 @@ def persist(base: Path | None = None) -> int:
         rows = len(entry.ids)
         done = vector_file.write(key, entry.ids[:rows], entry.view(), entry.files,
                                  entry.counts, base, dim=entry.dim, facts=entry.facts[:rows])
+        if done is not None and not _still_counts(Path(key[0]), entry.counts):
+            # A forget (another process) between the check and the rename removed no
+            # file, there was none yet: this one would keep what it deleted.
+            with contextlib.suppress(OSError):
+                done.unlink()
+            done = None
         # tried either way: a full disk is not written 150 MB at again on every answer
         entry.saved = rows
         written += done is not None
     return written
+
+
+def _still_counts(db_path: Path, counts: tuple[int, int, int]) -> bool:
+    try:
+        with reader(db_path) as conn:
+            return conn is not None and _counts(conn) == counts
+    except (sqlite3.Error, OSError):
+        return False
 
 
 def searched() -> list[tuple[str, str, str, bool]]:
