@@ -80,6 +80,8 @@ MAX_BANKS_PER_THREAD = 16
 #: `1` runs upstream's full DDL on every open, as before the fingerprint
 #: (for benchmarks, and a way out should a fast open ever misbehave).
 FULL_DDL_ENV = "MNEMO_DRIVER_FULL_DDL"
+#: How long an open waits for another one building the same bank's schema.
+SCHEMA_LOCK_SECONDS = 15.0
 
 _META_TABLE = "mnemo_meta"
 _FINGERPRINT_KEY = "upstream_schema"
@@ -339,7 +341,7 @@ def _keep_settings() -> None:
         upstream_config.keep(config)
 
 
-def _open(db_path: Path, namespace: str) -> Mnemosyne:
+def _open(db_path: Path, namespace: str, base: Path | None = None) -> Mnemosyne:
     """A new upstream instance for (`db_path`, `namespace`) on this thread.
 
     Upstream's constructor takes its two connections (`memory.conn`,
@@ -375,19 +377,19 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
         # Forced full DDL: exactly upstream's open, nothing checked or recorded.
         usable = up.fast_open and os.environ.get(FULL_DDL_ENV, "") in ("", "0")
         fast = usable and _fingerprint_matches(conn, up, vec_loaded)
-        primed = _prime_settings()
-        _ddl.skip, _ddl.failed = fast, False
-        try:
-            memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
-        finally:
-            _ddl.skip = False
-        if primed is False:
-            _keep_settings()
         if fast:
-            _after_fast_open(up, memory)
-        elif usable and not _ddl.failed:
-            _drop_thread_connections(up)  # the instance owns them now
-            _record_fingerprint(memory.conn, up, vec_loaded)
+            memory = _construct(up, db_path, namespace, fast=True)
+        else:
+            # Upstream's DDL checks for a column, then adds it: two opens of a new
+            # bank at once (processes, or the server's threads) both add it and
+            # the second fails ("duplicate column name").  One at a time; an open
+            # that waited finds the schema built and the fingerprint stored.
+            with _schema_lock(db_path, base):
+                fast = usable and _fingerprint_matches(conn, up, vec_loaded)
+                memory = _construct(up, db_path, namespace, fast=fast)
+                if not fast and usable and not _ddl.failed:
+                    _drop_thread_connections(up)  # the instance owns them now
+                    _record_fingerprint(memory.conn, up, vec_loaded)
     except BaseException:
         for each in opened:
             with contextlib.suppress(Exception):
@@ -396,6 +398,34 @@ def _open(db_path: Path, namespace: str) -> Mnemosyne:
     finally:
         _drop_thread_connections(up)
     return memory
+
+
+def _construct(up: _Upstream, db_path: Path, namespace: str, *, fast: bool) -> Mnemosyne:
+    """Upstream's constructor, its DDL skipped when `fast` (`_ddl.failed` says
+    whether a DDL step failed)."""
+    primed = _prime_settings()
+    _ddl.skip, _ddl.failed = fast, False
+    try:
+        memory = up.memory.Mnemosyne(session_id=namespace, db_path=db_path)
+    finally:
+        _ddl.skip = False
+    if primed is False:
+        _keep_settings()
+    if fast:
+        _after_fast_open(up, memory)
+    return memory
+
+
+@contextlib.contextmanager
+def _schema_lock(db_path: Path, base: Path | None) -> Iterator[None]:
+    """An exclusive lock on `db_path`'s schema, across processes and threads (each
+    open takes its own `flock`), held while upstream's DDL runs on it."""
+    from ..fsutil import file_lock, sha256_hex
+
+    digest = sha256_hex(os.path.realpath(db_path).encode())[:32]
+    with file_lock(paths.locks_dir(base) / f"schema-{digest}.lock",
+                   timeout=SCHEMA_LOCK_SECONDS, what="schema lock of a bank"):
+        yield
 
 
 def _tune(conn: sqlite3.Connection) -> None:
@@ -694,7 +724,7 @@ def instance(target: Target, base: Path | None = None) -> Mnemosyne:
         return memory
     _ensure_environment()
     with translate_sqlite_errors(db_path):
-        memory = _open(db_path, target.namespace)
+        memory = _open(db_path, target.namespace, base)
     disarm_trim(memory)
     with _cache_lock:
         banks.entries[key] = memory
@@ -802,7 +832,8 @@ def init_bank(db_path: Path) -> None:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         _drop_thread_connections(up)
         try:
-            up.memory.init_db(db_path)
+            with _schema_lock(db_path, None):
+                up.memory.init_db(db_path)
         finally:
             _drop_thread_connections(up, close=True)
 

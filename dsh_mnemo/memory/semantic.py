@@ -119,6 +119,9 @@ def reset() -> None:
 
 # ─── Writing ───────────────────────────────────────────────────────────────
 
+STILL_THERE = " OR ".join(f"EXISTS (SELECT 1 FROM {t} WHERE id = ?)" for t in MEMORY_TABLES)
+
+
 def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_SECONDS)
     conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
@@ -148,12 +151,16 @@ def store(db_path: Path, embed: Embedder, items: Sequence[tuple[str, str]],
                 chunk = items[start:start + BATCH]
                 computed = embed.embed_documents([text for _, text in chunk]) \
                     if vectors is None else vectors[start:start + BATCH]
+                # Only for memories still there: one forgotten while its batch was
+                # embedded must not get its vector back (nothing could delete it).
+                before = conn.total_changes
                 conn.executemany(
-                    f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
-                    [(memory_id, embed.model_id, embed.dim, to_bytes(vector), stamp)
+                    f"INSERT OR REPLACE INTO {TABLE} SELECT ?, ?, ?, ?, ? WHERE {STILL_THERE}",
+                    [(memory_id, embed.model_id, embed.dim, to_bytes(vector), stamp,
+                      *[memory_id] * len(MEMORY_TABLES))
                      for (memory_id, _), vector in zip(chunk, computed, strict=True)])
                 conn.commit()
-                written += len(chunk)
+                written += conn.total_changes - before
         finally:
             conn.close()
     return written
@@ -513,10 +520,24 @@ def persist(base: Path | None = None) -> int:
         rows = len(entry.ids)
         done = vector_file.write(key, entry.ids[:rows], entry.view(), entry.files,
                                  entry.counts, base, dim=entry.dim, facts=entry.facts[:rows])
+        if done is not None and not _still_counts(Path(key[0]), entry.counts):
+            # A forget (another process) between the check and the rename removed no
+            # file, there was none yet: this one would keep what it deleted.
+            with contextlib.suppress(OSError):
+                done.unlink()
+            done = None
         # tried either way: a full disk is not written 150 MB at again on every answer
         entry.saved = rows
         written += done is not None
     return written
+
+
+def _still_counts(db_path: Path, counts: tuple[int, int, int]) -> bool:
+    try:
+        with reader(db_path) as conn:
+            return conn is not None and _counts(conn) == counts
+    except (sqlite3.Error, OSError):
+        return False
 
 
 def searched() -> list[tuple[str, str, str, bool]]:

@@ -752,6 +752,9 @@ IDS_PER_STATEMENT = 900
 # Characters of an id that may stand for it when no other id starts with them,
 # as git takes an abbreviated hash (`mnemo forget`, `standing remove`, `candidates`).
 MIN_ID_PREFIX = 4
+# How long a forget waits for a sleep of the same namespace (as long as a sleep
+# waits for another one).
+FORGET_WAIT_SECONDS = 30.0
 
 
 def one_by_prefix(given: str, matches: list[str], what: str, where: str, hint: str
@@ -811,9 +814,15 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
             hint="`mnemo recall` shows the ids you can forget here.")
     target, memory_id = found
     allow_global = target is GLOBAL_TARGET
-    from . import driver
+    from ..fsutil import file_lock
+    from . import consolidate, driver
 
-    deleted = driver.delete(target, memory_id, allow_global=allow_global, base=base)
+    # A sleep of the namespace claims its rows, then writes their summary: a forget
+    # in between would find no summary to delete and leave the one written after it
+    # holding the forgotten text.  So a forget waits for that sleep to end.
+    with file_lock(consolidate.lock_path(target, base), timeout=FORGET_WAIT_SECONDS,
+                   what="consolidation lock"):
+        deleted = driver.delete(target, memory_id, allow_global=allow_global, base=base)
     tiers = ("working_memory", "episodic_memory", "memories")
     return ForgetResult(id=memory_id, bank=target.bank,
                         level="global" if allow_global else target.level,

@@ -152,3 +152,38 @@ def test_config_set_takes_a_usable_embeddings_url(url: str, isolated_env: Path) 
     result = runner.invoke(app, ["config", "set", "embeddings.url", url])
     assert result.exit_code == 0, result.output
     assert runner.invoke(app, ["config", "get", "embeddings.url"]).stdout.strip() == url
+
+
+def test_a_memory_forgotten_while_reindex_embeds_it_keeps_no_vector(
+        embed_server: EmbedServer, repo: Path) -> None:
+    """`mnemo reindex` reads the memories without a vector, embeds them (seconds a
+    batch), then writes the vectors.  A memory forgotten in between (another
+    terminal, the MCP server) got its vector back afterwards: a copy of the
+    forgotten memory that no later forget could reach, since the memory is gone.
+    A vector is now only written while its memory is still there."""
+    import sqlite3
+
+    from dsh_mnemo.commands.memory import forget, remember
+
+    settings = configure()
+    ids = [remember(settings, memo(i), cwd=repo).data.id for i in range(3)]
+    use_server(embed_server)
+    forgotten: list[str] = []
+
+    def model(texts: list[str]) -> list[list[float]]:
+        if not forgotten and any(t.startswith("memo ") for t in texts):
+            # The batch is on its way to the model: forget one of its memories now.
+            forget(configure(embeddings__backend="none"), ids[1], cwd=repo)
+            forgotten.append(ids[1])
+        return [fake_vector(t, 8) for t in texts]
+
+    embed_server.model = model
+    code, _ = reindex()
+    assert code == 0 and forgotten == [ids[1]]
+    bank = sorted(paths.data_dir().glob("banks/ws-*/mnemosyne.db"))[0]
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        kept = {r[0] for r in conn.execute(f"SELECT memory_id FROM {semantic.TABLE}")}
+    finally:
+        conn.close()
+    assert kept == {ids[0], ids[2]}

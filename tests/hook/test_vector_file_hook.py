@@ -132,6 +132,32 @@ def test_a_memory_added_since_is_brought_in_and_a_forgotten_one_drops_the_file(
     assert of_the_bank() == []  # no copy of the forgotten memory's vector stays on disk
 
 
+def test_a_memory_forgotten_while_the_file_is_written_leaves_no_file_with_it(
+        repo: Path, data_dir: Path, setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """The file is written after the answer, once the bank still has the counts the
+    matrix was read at.  A forget (another process) after that check and before the
+    rename removed no file (there was none yet), and the file renamed in after it
+    kept the forgotten memory's vector and id for every later process."""
+    store, vector_file = setup["store"], setup["vector_file"]
+    gone = setup["ids"][0]
+    real_write = vector_file.write_cache_file
+    forgotten: list[str] = []
+
+    def write_while_forgetting(path: Path, data: Any) -> None:
+        if not forgotten:
+            store.forget(setup["ctx"], gone)  # another process, between check and rename
+            forgotten.append(gone)
+        real_write(path, data)
+
+    monkeypatch.setattr(vector_file, "write_cache_file", write_while_forgetting)
+    ask(repo, PROMPT, "s1")
+    assert forgotten == [gone]
+    assert [p for p in workspace_files(data_dir)
+            if gone in (vector_file.read(_key_of(p)) or {}).get("ids", [])] == []
+    assert gone.encode() not in b"".join(p.read_bytes() for p in workspace_files(data_dir))
+
+
 def test_a_replaced_bank_file_is_read_again(repo: Path, data_dir: Path,
                                             setup: dict[str, Any]) -> None:
     semantic, reads = setup["semantic"], setup["reads"]

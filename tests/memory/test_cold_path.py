@@ -271,6 +271,38 @@ def test_a_bank_only_init_bank_touched_gets_the_whole_schema(traced) -> None:
 
 # ─── Connections and threads ───────────────────────────────────────────────
 
+def test_new_banks_opened_by_many_threads_at_once_all_open() -> None:
+    """Upstream's DDL looks for a column, then adds it: eight opens of a new bank at
+    once (the server's threads, or processes) each added it, and all but the first
+    failed with "duplicate column name" (a store or recall lost to a bank's first
+    open).  Each open builds the schema in turn; the later ones find it built."""
+    driver.instance(target(99))  # upstream imported before the race, as in a warm process
+    failures: list[str] = []
+    for n in range(8):
+        t = target(n)
+        start = threading.Barrier(8)
+
+        def work(t: Target = t, start: threading.Barrier = start) -> None:
+            start.wait(30)
+            try:
+                driver.instance(t)
+                driver.remember(t, f"Thread {threading.get_ident()} wrote this.",
+                                source="user", importance=0.5)
+            except Exception as exc:  # noqa: BLE001 - collected, then asserted
+                failures.append(f"bank {t.bank}: {exc}")
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        db = t.db_path()
+        assert query(db, "SELECT COUNT(*) FROM working_memory") == [(8,)], failures
+        assert [key for key, _ in stored_fingerprint(db)] == ["upstream_schema"]
+    assert failures == []
+
+
+
 def test_upstreams_connections_are_wal_without_fsync_on_commit() -> None:
     t = target()
     for open_ in (driver.instance, reopen):  # a full open, then a fast one

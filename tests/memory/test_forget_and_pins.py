@@ -115,3 +115,57 @@ def test_forget_deletes_the_sleep_summaries_that_folded_the_memory_in(make_repo,
     assert SECRETISH.encode() not in raw_bytes(data_dir)
     assert SECRETISH.lower().encode() not in raw_bytes(data_dir)
     assert [m.id for m in storage.recall(ctx, "make release main branch")][:1] == [keep]
+
+
+def test_a_forget_during_a_sleep_leaves_no_summary_of_the_forgotten_text(
+        make_repo, data_dir: Path, monkeypatch) -> None:
+    """A sleep claims its rows, commits, builds the summary (seconds with an LLM), then
+    writes it.  A forget in between found no summary to delete, and the summary
+    written after it kept the forgotten text for every later prompt.  A forget now
+    waits for the namespace's sleep, then deletes the summary with the row."""
+    import threading
+
+    from dsh_mnemo.memory import consolidate, driver
+
+    ctx, db, keep, gone = kept_and_gone(make_repo, data_dir)
+    summarising, forgotten = threading.Event(), threading.Event()
+    sleeper: dict[str, object] = {}
+    real_connect = sqlite3.connect
+
+    def connect(database, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if threading.get_ident() != sleeper.get("thread") or str(database) != str(db):
+            return real_connect(database, *args, **kwargs)
+
+        class Cursor(sqlite3.Cursor):
+            def execute(self, sql, *params):  # type: ignore[no-untyped-def]
+                if "INSERT INTO episodic_memory" in sql and not summarising.is_set():
+                    summarising.set()  # the rows are claimed, the summary is built
+                    forgotten.wait(3)  # a forget that waits for this sleep times out here
+                return super().execute(sql, *params)
+
+        class Connection(kwargs.pop("factory", sqlite3.Connection)):  # type: ignore[misc]
+            def cursor(self, factory=Cursor):  # type: ignore[no-untyped-def]
+                return super().cursor(factory)
+
+        return real_connect(database, *args, factory=Connection, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+
+    def sleep() -> None:
+        sleeper["thread"] = threading.get_ident()
+        sleeper["result"] = consolidate.sleep_context(ctx, force=True)
+
+    thread = threading.Thread(target=sleep)
+    thread.start()
+    assert summarising.wait(30)
+    result = storage.forget(ctx, gone)
+    forgotten.set()
+    thread.join(30)
+    assert result.deleted["working_memory"] == 1
+    assert sleeper["result"].items_consolidated == 2  # type: ignore[attr-defined]
+    assert not query(db, "SELECT 1 FROM episodic_memory WHERE content LIKE ?",
+                     f"%{SECRETISH}%")
+    driver.reset_cache()
+    assert SECRETISH.encode() not in raw_bytes(data_dir)
+    assert SECRETISH.lower().encode() not in raw_bytes(data_dir)
+    assert [m.id for m in storage.recall(ctx, "make release main branch")][:1] == [keep]
