@@ -198,15 +198,63 @@ def server_running(folder: str) -> bool:
     return False
 
 
+# A server takes about a quarter of a second of CPU (more on a loaded machine)
+# before it holds the server lock, and until then `server_running` says no:
+# every hook of a burst would start one, and all but one would lose the lock
+# race after paying for their start-up (3 to 15 of them were seen for a burst of
+# 16 sessions).  The first hook to find no server writes its pid into
+# `spawn.lock`; for SPAWN_GRACE_SECONDS, or until a server clears the file
+# (`clear_spawn_claim`, as soon as it has won or lost the lock), no other hook
+# starts one.  A server that dies before that only delays the next start.
+SPAWN_GRACE_SECONDS = 10.0
+
+
+def claim_spawn(folder: str) -> bool:
+    """May this process start a server?  True once per start: it is the first since
+    the last server cleared the claim (or since SPAWN_GRACE_SECONDS)."""
+    import fcntl
+    import os
+    import time
+
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(folder, SPAWN_LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # another hook is claiming it this very moment
+        stat = os.fstat(fd)
+        if stat.st_size and time.time() - stat.st_mtime < SPAWN_GRACE_SECONDS:
+            return False  # a server is on its way
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode() + b"\n")
+        return True
+    finally:
+        os.close(fd)
+
+
+def clear_spawn_claim(folder: str) -> None:
+    """A server has won or lost the server lock: the next hook that finds none may
+    start one straight away."""
+    import os
+
+    try:
+        os.truncate(os.path.join(folder, SPAWN_LOCK_NAME), 0)
+    except OSError:
+        pass
+
+
 def spawn_server(data_dir: str, environ: dict[str, str], python: str | None = None) -> bool:
-    """Start `mnemo serve --foreground --on-demand` detached; False if one runs already.
+    """Start `mnemo serve --foreground --on-demand` detached; False if one runs
+    already or another process has just started one (`claim_spawn`).
 
     Double fork: the server belongs to no harness's session or process
     group, has stdio on /dev/null, and is nobody's child to wait for.
     """
     import os
 
-    if server_running(run_dir(data_dir)):
+    folder = run_dir(data_dir)
+    if server_running(folder) or not claim_spawn(folder):
         return False
     argv = [python or sys.executable, "-m", "dsh_mnemo", "serve", "--foreground",
             "--on-demand"]

@@ -15,7 +15,9 @@ while a prompt is being answered (it waits up to `YIELD_SECONDS` for a gap).
 - **One server**: an exclusive `flock` on `run/server.lock`, held for the
   process's life (the kernel releases it however the process ends); a
   server that cannot take it leaves at once.  A stale socket file (a
-  server that was killed) is replaced by the next one.
+  server that was killed) is replaced by the next one.  Of a burst of hooks
+  that find no server, only the first starts one (`client.claim_spawn`);
+  the server clears that claim once it has won or lost the lock.
 - **Lifetime**: started on demand by a hook that found none (detached, see
   `client.spawn_server`), or by `mnemo serve`; exits after
   `server.idle_seconds` without a hook, on `mnemo serve --stop` or
@@ -512,6 +514,7 @@ def serve(base: Path, settings: Any) -> int:
     """Run a server in this process until it stops; 3 if another one already runs."""
     folder = Path(client.run_dir(str(base)))
     lock = take_lock(folder)
+    client.clear_spawn_claim(str(folder))  # won or lost, the start is over
     if lock is None:
         return 3
     server = Server(base, settings)

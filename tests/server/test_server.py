@@ -255,6 +255,52 @@ def test_racing_starts_leave_exactly_one_server(served: Served) -> None:
                 proc.wait(10)
 
 
+_SPAWN = """
+import sys, time
+from dsh_mnemo.server import client
+go = float(sys.argv[2])
+while time.time() < go:
+    time.sleep(0.001)
+print(client.spawn_server(sys.argv[1], dict(__import__("os").environ)))
+"""
+
+
+def test_a_burst_of_hooks_that_find_no_server_starts_one(served: Served) -> None:
+    """Eight hooks at once find no server: one starts it, the others leave it to that
+    one instead of each starting a server that loses the lock race."""
+    go = time.time() + 1.5
+    burst = [subprocess.Popen([sys.executable, "-c", _SPAWN, str(served.data), str(go)],
+                              env=served.env, stdout=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    said = [proc.communicate(timeout=60)[0].strip() for proc in burst]
+    assert sorted(said) == ["False"] * 7 + ["True"], said
+    pid = served.wait_server().pid
+    # the server cleared the claim once it held the lock: when it is gone (killed),
+    # the next hook starts one straight away, not after the claim's grace
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)
+    run = client.run_dir(str(served.data))
+    assert (Path(run) / client.SPAWN_LOCK_NAME).read_bytes() == b""
+    end = time.monotonic() + 10  # the kernel frees the lock when its last thread is gone
+    while client.server_running(run) and time.monotonic() < end:
+        time.sleep(0.02)
+    assert client.spawn_server(str(served.data), served.env)
+    assert served.wait_server().pid != pid
+
+
+def test_a_spawn_claim_holds_until_a_server_clears_it_or_it_grows_old(tmp_path: Path) -> None:
+    folder = str(tmp_path / "run")
+    assert client.claim_spawn(folder)
+    assert not client.claim_spawn(folder)  # a server is on its way
+    client.clear_spawn_claim(folder)
+    assert client.claim_spawn(folder)
+    old = time.time() - client.SPAWN_GRACE_SECONDS - 1
+    os.utime(Path(folder) / client.SPAWN_LOCK_NAME, (old, old))
+    assert client.claim_spawn(folder)  # that server never came: the next one may
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(Path(folder) / client.SPAWN_LOCK_NAME).st_mode) == 0o600
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
 def test_a_client_of_another_user_is_refused(served: Served, tmp_path: Path) -> None:
     import shutil
