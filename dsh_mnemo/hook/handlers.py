@@ -615,8 +615,6 @@ def store_turns(run: HookRun, spool: Spool, turns: list[Turn], *, attempt: int =
         if target is not None:
             targets.append((target.bank, target.namespace))
     spool.finish(stored, targets, failed)
-    for bank, namespace in targets:
-        count_turn(run, bank, namespace)
     if failed and run.defer is not None and attempt < len(SERVER_RETRIES):
         ids = {t.id for t in failed}
         pause = SERVER_RETRIES[attempt]
@@ -630,6 +628,15 @@ def store_turns(run: HookRun, spool: Spool, turns: list[Turn], *, attempt: int =
                 store_turns(run, spool, again, attempt=attempt + 1)
 
         run.defer(retry)
+    # Consolidation is housekeeping the turns do not wait for: should it fail (a
+    # busy bank, the counter's lock held), the turns are in, and what follows this
+    # call (the retry above, a session's end, the recovery of abandoned spools)
+    # still runs.  It is due again with the next turn.
+    for bank, namespace in targets:
+        try:
+            count_turn(run, bank, namespace)
+        except Exception as exc:  # noqa: BLE001 - logged; the turns are stored
+            run.failed("consolidate", exc)
     return len(targets)
 
 
@@ -753,7 +760,10 @@ def on_session_end(run: HookRun, event: HookEvent) -> None:
         final = spool.end_session()
         if final.captured:
             for bank, namespace in final.targets:
-                consolidate(run, bank, namespace)
+                try:
+                    consolidate(run, bank, namespace)
+                except Exception as exc:  # noqa: BLE001 - due again later; go on
+                    run.failed("consolidate", exc)
         recover_abandoned(run, exclude=spool.path)
 
     run.later(after)

@@ -528,3 +528,40 @@ def test_a_turn_from_an_unbound_directory_that_is_gone_is_said_in_the_log(
     assert _rows_by_namespace(data_dir) == {}
     assert "a directory that no longer exists, names no known workspace: not stored" \
         in log_text(data_dir)
+
+
+def test_a_consolidation_that_fails_leaves_the_session_end_whole(repo: Path,
+                                                                  data_dir: Path) -> None:
+    """Consolidation is due with every turn here, and its counter's lock is held by
+    another process: the session end still stores the turn, closes the session's
+    spool and goes on to the other sessions' leftovers; the failure is logged."""
+    import subprocess
+    import sys
+
+    from dsh_mnemo.fsutil import sha256_hex
+    from dsh_mnemo.workspace.context import resolve_memory_context
+
+    settings = configure(capture__consolidate_every=1)
+    space = resolve_memory_context(repo, None, settings).workspace
+    digest = sha256_hex(f"{space.bank}\0{space.namespace}".encode())[:32]
+    lock = data_dir / "hook-state" / f"turns-{digest}.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+         "from dsh_mnemo.fsutil import file_lock\n"
+         "with file_lock(Path(sys.argv[1]), timeout=5):\n"
+         "    print('held', flush=True); time.sleep(60)\n", str(lock)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                       session="c1", prompt=DEPLOY))
+        run_inprocess("session-end", "claude-code", payload("claude-code", "session-end",
+                                                            cwd=repo, session="c1"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]
+    # the session's end ran: its spool no longer counts the turn as captured
+    spooled = [json.loads(p.read_text()) for p in (data_dir / "spool").glob("*.json")]
+    assert all(not s["turns"] and not s["captured"] and not s["targets"] for s in spooled)
+    assert "consolidate: BusyError" in log_text(data_dir)
