@@ -646,6 +646,19 @@ def _jwt_spans(lowered: str) -> list[tuple[int, int]]:
     return spans
 
 
+# A JWT wrapped at its dots (`eyJ….` at the end of a line, the payload on the next,
+# or a space typed after a dot): the header and the payload each start with `eyJ`,
+# which no word does, so the three runs are taken whole; at least one dot has a break
+# after it (`_jwt_spans` takes the unbroken ones), and a signature after a break is 16
+# characters or more (a word on the next line is not one).
+_JWT_GAP = r"(?:[ \t]{0,2}\r?\n[ \t]{0,8}|[ \t]{1,2})"
+_JWT_WRAPPED = lazy(
+    r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,4096}+\."
+    r"(?:" + _JWT_GAP + r"eyJ[A-Za-z0-9_-]{4,4096}+\.(?:" + _JWT_GAP + r")?"
+    r"|eyJ[A-Za-z0-9_-]{4,4096}+\." + _JWT_GAP + r"(?=[A-Za-z0-9_-]{16}))"
+    r"[A-Za-z0-9_-]{16,4096}+")
+
+
 # A bare 40-character AWS secret access key (in prose: "the secret is wJal…").
 _AWS_SECRET_LOWERED = lazy(r"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])")
 
@@ -671,6 +684,8 @@ def _redact_tokens(text: str, findings: list[str]) -> str:
     if ".eyj" in lowered:
         spans = [_Span(s, e, marker("jwt"), "jwt") for s, e in _jwt_spans(lowered)]
         text = _apply(text, spans, findings)
+    if "eyJ" in text and (". " in text or ".\n" in text or ".\t" in text or ".\r" in text):
+        text = _sub_fixed(_JWT_WRAPPED, text, findings, marker("jwt"), "jwt")
     if len(text) < 40:
         return text
     return _sub(_AWS_SECRET_LOWERED, text, findings, _aws_secret)
@@ -851,6 +866,39 @@ _SENTRY_DSN = lazy(r"://[0-9a-fA-F]{32}(?::[0-9a-fA-F]{32})?@")
 _URL_HEX_USER = lazy(r"://[0-9a-fA-F]{40}@")
 
 
+# A password with a `/` in it, or one space, as typed (`postgres://app:pa/ss@db/x`,
+# `https://user:p w@host`): `_USERINFO` stops at both, since a URL without credentials
+# has them there too (`https://host:8080/users/@me`, a path with an `@`).  Taken when
+# the user is a plain name (no `@`), the password does not start as a port does (digits
+# up to the `/` or the space: `host:8080/…`), holds at most one space, and a host name
+# follows the `@` (not a digest: `image:tag/x@sha256:…`).
+_URL_SLASHED = lazy(
+    r"://(?P<user>[^\s:/@\"'<>]{0,128}):(?P<pw>[^\s@\"'<>/][^\s@\"'<>]{0,255}"
+    r"(?:[ ][^\s@\"'<>]{1,128})?)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,253})"
+    r"(?![A-Za-z0-9.@-])")
+_DIGEST_HOST = lazy(r"sha[0-9]{1,3}|md5|blake[0-9a-z]{0,4}")
+
+
+def _url_slashed(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    password = match.group("pw")
+    if "/" not in password and " " not in password:
+        return None  # `_URL_UPSTREAM` and `_URL_OTHER` read it, or turned it down
+    head = password.replace(" ", "/").split("/", 1)[0]
+    if head.isdigit() or _DIGEST_HOST.fullmatch(match.group("host").lower()):
+        return None
+    if " " in password and (text[match.end():match.end() + 1] not in ("", ":", "/", "?", "#")
+                            and not text[match.end()].isspace()):
+        return None
+    if _is_placeholder(password) or password.startswith(("$", "{{", "<")):
+        return None
+    start = match.start("pw")
+    scheme = _lower(text[max(0, match.start() - 8):match.start()])
+    if scheme.endswith(("postgres", "mysql", "mongodb", "redis")):
+        start = match.start("user")  # as `_URL_UPSTREAM`: the user goes too
+        return start, match.end("pw"), ":" + marker("password"), "password"
+    return start, match.end("pw"), marker("password"), "password"
+
+
 def _redact_urls(text: str, findings: list[str]) -> str:
     if "://" not in text:
         return text
@@ -859,7 +907,10 @@ def _redact_urls(text: str, findings: list[str]) -> str:
         text = _sub_fixed(_URL_HEX_USER, text, findings, f"://{marker('token')}@", "token")
     text = _replace_span(_URL_UPSTREAM, text, findings, "user", "pw", ":" + marker("password"),
                          "password")
-    return _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
+    text = _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
+    if "@" in text and ("/" in text or " " in text):
+        text = _sub(_URL_SLASHED, text, findings, _url_slashed, text)
+    return text
 
 
 # ─── Authorization headers, Bearer/Basic, curl -u (over the lowered text) ──
