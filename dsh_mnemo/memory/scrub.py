@@ -497,12 +497,58 @@ def _blocks(lowered: str, begin: re.Pattern[str],
 
 def _redact_blocks(text: str, findings: list[str]) -> str:
     lowered = _lower(text)
-    if "-----" not in text and "putty-user-key-file-" not in lowered:
-        return text
-    spans = []
-    for begin, end in ((_PEM_BEGIN, _PEM_END), (_PUTTY_BEGIN, _PUTTY_END)):
-        spans.extend(_Span(s, e, marker("private-key"), "private-key")
-                     for s, e in _blocks(lowered, begin, end))
+    if "-----" in text or "putty-user-key-file-" in lowered:
+        spans = []
+        for begin, end in ((_PEM_BEGIN, _PEM_END), (_PUTTY_BEGIN, _PUTTY_END)):
+            spans.extend(_Span(s, e, marker("private-key"), "private-key")
+                         for s, e in _blocks(lowered, begin, end))
+        text = _apply(text, spans, findings)
+    if _OPENSSH_BODY in text or ("private" in lowered and ("MII" in text or "MH" in text)):
+        text = _redact_bare_keys(text, findings)
+    return text
+
+
+# A key's body pasted without its BEGIN and END lines.  An OpenSSH key's body starts
+# with the base64 of `openssh-key-v1` and a NUL, which nothing else does; a PEM RSA,
+# EC or PKCS#8 key's DER starts with a SEQUENCE (`MII…`, `MHc…`, `MIG…`), as a
+# certificate's or a public key's does, so such a body counts only right under a line
+# that names a private key (`private key:`, `id_rsa (private key)`).  The body is its
+# first line and every following line of base64 (16 characters or more, or a short
+# last one that ends with `=`).
+_OPENSSH_BODY = "b3BlbnNzaC1rZXktdjE"
+_BARE_KEY_START = lazy(r"(?<![A-Za-z0-9+/])(?:b3BlbnNzaC1rZXktdjE|(?P<der>MII|MHc|MIG))"
+                       r"[A-Za-z0-9+/]{13,4096}+={0,2}(?=[ \t]{0,8}(?:\r?\n|\Z))")
+_BASE64_LINE = lazy(r"[ \t]{0,8}(?:[A-Za-z0-9+/]{16,4096}+={0,2}|[A-Za-z0-9+/]{1,15}={1,2})"
+                    r"[ \t]{0,8}(?=\r?\n|\Z)")
+_PRIVATE_KEY_LABEL = lazy(r"private[ _-]?key")
+
+
+def _redact_bare_keys(text: str, findings: list[str]) -> str:
+    spans: list[_Span] = []
+    floor = 0
+    for start in _BARE_KEY_START.finditer(text):
+        if start.start() < floor:
+            continue
+        if start.group("der") is not None:
+            # the label on its line (`private key: MII…`) or on the line above
+            line_start = text.rfind("\n", 0, start.start()) + 1
+            label = text[line_start:start.start()]
+            if not label.strip():
+                label = text[max(0, line_start - 160):line_start].rstrip().rsplit("\n", 1)[-1]
+            if (_PRIVATE_KEY_LABEL.search(_lower(label)) is None
+                    or len(start.group()) < 40):
+                continue
+        end = start.end()
+        while True:
+            newline = text.find("\n", end)
+            if newline < 0 or text[end:newline].strip():
+                break
+            line = _BASE64_LINE.match(text, newline + 1)
+            if line is None or line.end() == newline + 1:
+                break
+            end = line.end()
+        spans.append(_Span(start.start(), end, marker("private-key"), "private-key"))
+        floor = end
     return _apply(text, spans, findings)
 
 
