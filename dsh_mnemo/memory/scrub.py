@@ -1911,6 +1911,9 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
     if not text.isascii() and any(word in text for word in _CJK_SECRET_WORDS):
         text = _sub(_CJK_PHRASE, text, findings, _cjk_phrase)
     lowered = _lower(text)
+    if any(word in lowered for word in _SEED_WORDS):
+        text = _sub(_SEED_LABEL, text, findings, _seed_phrase)
+        lowered = _lower(text)
     if not any(word in lowered for word in _PHRASE_WORDS):
         return text
     if "pin" in lowered:
@@ -1922,6 +1925,46 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
         text = _sub(_USE_AS, text, findings, _flag)
     text = _sub(_PHRASE, text, findings, _phrase)
     return _sub(_BARE, text, findings, _phrase)
+
+
+# A wallet's seed phrase (BIP-39): a label, then 12, 15, 18, 21 or 24 lowercase words
+# of 3 to 8 letters (the list's words), each after a space or a line break.  The
+# label must name the phrase and be followed by a colon, `=`, `is`/`are` or a line
+# break ("the mnemonic for this instruction" is not one); prose reads as a run of
+# short words ("is", "a", "to" break it) or of the words that glue a sentence.
+_SEED_LABEL = lazy(
+    r"(?:seed[ \t](?:phrase|words)|mnemonic(?:[ \t](?:phrase|words|seed|code))?|"
+    r"(?:recovery|backup|secret[ \t]recovery|wallet)[ \t](?:phrase|words|seed)|助记词)"
+    r"(?P<sep>[ \t]{0,4}(?:[:=：][ \t]{0,4}|(?:is|are|was)[ \t]{1,4}(?::[ \t]{0,4})?)"
+    r"(?:\r?\n[ \t]{0,8})?|[ \t]{0,4}\r?\n[ \t]{0,8})[\"'`“「]?")
+_SEED_MIN_WORDS = 12  # the shortest phrase; 15, 18, 21 and 24 words are the others
+_SEED_WORDS = ("seed", "mnemonic", "recovery", "backup", "wallet", "助记词")
+_SEED_PROSE = frozenset("""
+the and for that this with from which into are was were not but has have had will can its
+you your they them their what when where who how than then there these those been being
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _seed_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start = match.end()
+    words = text[start:start + 24 * 10].split(None, 24)[:24]
+    count = 0
+    for word in words:
+        bare = word.rstrip(".,;") if count >= 11 else word
+        if not (3 <= len(bare) <= 8 and bare.isascii() and bare.isalpha() and bare.islower()):
+            break
+        count += 1
+        if bare != word:
+            break
+    # a run of 13 or 14 words (one typed twice, a phrase cut short) goes whole too
+    size = count if count >= _SEED_MIN_WORDS else 0
+    if not size or sum(word in _SEED_PROSE for word in words[:size]) > 1:
+        return None
+    end = start
+    for word in words[:size]:
+        end = text.index(word, end) + len(word)
+    end -= len(words[size - 1]) - len(words[size - 1].rstrip(".,;"))
+    return start, end, marker("seed-phrase"), "seed-phrase"
 
 
 def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -1981,7 +2024,96 @@ def _redact_markup(text: str, findings: list[str]) -> str:
         text = _sub(_XML_SECRET, text, findings, _markup)
     if "env" in lowered:
         text = _sub(_DOCKER_ENV, text, findings, _markup)
+    if "|" in text and "-" in text and any(word in lowered for word in _TABLE_WORDS):
+        text = _redact_tables(text, findings)
     return text
+
+
+# A Markdown table of credentials: a header cell that names a secret (`password`,
+# `api key`, `密码`), the `|---|` row under it, then rows whose cell in that column is
+# the secret.  A password column's cell is a password when it is one word that is no
+# placeholder, prose word or mark (`-`, `yes`, `✓`); any other secret column's only
+# when it looks random, so a table that documents tokens (`| token | meaning |`) keeps
+# its words.  Pure string work, a line at a time.
+_TABLE_WORDS = ("pass", "secret", "token", "key", "pwd", "pw", "cred", *_CJK_SECRET_WORDS)
+_TABLE_HEADER = lazy(
+    r"(?:[a-z0-9]{1,24}[ _-]?)?(?:pass(?:word|wd|phrase|code)?|pwd|pw|secret|token|"
+    r"credentials?|(?:api|access|secret|private|app|client|license)[ _-]?key|apikey|"
+    r"密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)(?:[ ]?\([^()]{1,24}\))?")
+_TABLE_RULE = frozenset("|-: \t")
+_TABLE_MARKS = frozenset(("-", "--", "—", "–", "n/a", "na", "✓", "✔", "✗", "x", "yes", "no", "y",
+                          "n", "?", "same", "ditto", "〃", "无", "空"))
+
+
+def _table_cells(line: str) -> list[tuple[int, int]] | None:
+    """The (start, end) of each cell of a table row, stripped (None: not a row)."""
+    inner_start = len(line) - len(line.lstrip())
+    inner_end = len(line.rstrip())
+    if inner_end - inner_start < 3 or line.count("|") < 2:
+        return None
+    if line[inner_start] == "|":
+        inner_start += 1
+    if line[inner_end - 1] == "|":
+        inner_end -= 1
+    cells = []
+    at = inner_start
+    while True:
+        bar = line.find("|", at, inner_end)
+        stop = inner_end if bar < 0 else bar
+        piece = line[at:stop]
+        lead = len(piece) - len(piece.lstrip())
+        cells.append((at + lead, at + len(piece.rstrip())))
+        if bar < 0:
+            return cells
+        at = bar + 1
+
+
+def _table_secret(value: str, password: bool) -> bool:
+    core = value.strip("`*_")
+    if (not core or core.lower() in _TABLE_MARKS or core.lower() in _PASSWORD_SCHEMES
+            or _is_placeholder(core)):
+        return False
+    if password:
+        return (" " not in core and len(core) >= 3 and core.lower() not in _STOPWORDS
+                and not _prose_verb(core))
+    return _looks_random(core) or _random_token(core)
+
+
+def _redact_tables(text: str, findings: list[str]) -> str:
+    lines = text.split("\n")
+    spans: list[_Span] = []
+    offsets = []
+    at = 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line) + 1
+    index = 1
+    while index < len(lines):
+        rule = lines[index]
+        if "-" not in rule or "|" not in rule or not set(rule) <= _TABLE_RULE:
+            index += 1
+            continue
+        header = _table_cells(lines[index - 1])
+        columns = []
+        for number, (start, end) in enumerate(header or ()):
+            name = _lower(lines[index - 1][start:end]).strip("`*_ ")
+            if _TABLE_HEADER.fullmatch(name):
+                columns.append((number, _kind_for_key(name.replace(" ", "_")) if name.isascii()
+                                else _CJK_KINDS.get(name[:2], "key")))
+        index += 1
+        while index < len(lines):
+            cells = _table_cells(lines[index])
+            if cells is None:
+                break
+            for number, kind in columns:
+                if number < len(cells):
+                    start, end = cells[number]
+                    value = lines[index][start:end]
+                    if _table_secret(value, kind == "password"):
+                        spans.append(_Span(offsets[index] + start, offsets[index] + end,
+                                           marker(kind), kind))
+            index += 1
+    return _apply(text, spans, findings)
 
 
 # ─── Credential pairs ──────────────────────────────────────────────────────
