@@ -1103,6 +1103,17 @@ def _weak_secret(value: str) -> bool:
     return _looks_random(value) or _decodes_to_userpass(value)
 
 
+def _pw_value(value: str) -> bool:
+    """A value under `pw` or `pwd` (`pw: hunter22`): a vague key's secret, or a password
+    as people type one, 6 characters or more with a letter and a digit and no path or
+    space in it (`pwd: /srv/app2` is a directory)."""
+    if _weak_secret(value):
+        return True
+    if len(value) < 6 or any(c in "/\\ \t" for c in value):
+        return False
+    return any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)
+
+
 def _kind_for_key(key: str) -> str:
     lowered = key.lower().replace("-", "_")
     if "pass" in lowered or lowered.endswith(("pwd", "pw", *_FOREIGN_PASSWORDS)):
@@ -1130,6 +1141,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         return None
     keyword = match.group("kw")
     start = match.start()
+    weak = _pw_value if keyword in ("pw", "pwd") else _weak_secret
     if keyword in _WEAK_KEYWORDS:
         window = text[max(0, start - 96):start]
         prefix = window[len(window.rstrip(_KEY_CHARS)):]
@@ -1141,13 +1153,13 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         prefix, strong = "", True
     if value[:2] == '\\"':  # escaped quotes: the inside goes, the quotes stay
         inner = value[2:-2] if len(value) >= 4 and value[-2:] == '\\"' else ""
-        if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
+        if not inner or _is_placeholder(inner) or (not strong and not weak(inner)):
             return None
         kind = _kind_for_key(prefix + keyword)
         return _Span(value_start + 2, end - 2, marker(kind), kind)
     closed = value[0] in "\"'`" and value[-1] == value[0]
     # What a vague key's value must be (as below), tested first: it is cheap.
-    if not strong and not _weak_secret(value[1:-1] if closed else (
+    if not strong and not weak(value[1:-1] if closed else (
             value[1:] if value[0] in "\"'`" else value).rstrip(_TRAILING)):
         return None
     if _is_placeholder(value):
@@ -1155,7 +1167,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
     if closed:
         # Quoted: the inside goes, the quotes stay.
         inner = value[1:-1]
-        if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
+        if not inner or _is_placeholder(inner) or (not strong and not weak(inner)):
             return None
         kind = _kind_for_key(prefix + keyword)
         return _Span(value_start + 1, end - 1, marker(kind), kind)
@@ -1181,7 +1193,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         value = value.rstrip(_TRAILING)
     if not value or _is_placeholder(value):
         return None
-    if not strong and not _weak_secret(value):
+    if not strong and not weak(value):
         return None
     if strong and value.split(" ", 1)[0].lower() in _STOPWORDS and not (
             config and keyword == "passphrase"):  # `passphrase: my dog has fleas 42`
@@ -2130,7 +2142,7 @@ _PAIR_VALUE_END = r"(?![!#-&(-;=?-_a-~])"
 _LOGIN_PAIR = lazy(
     r"(?:log(?:[ \t]?in|on)|sign[ \t]?in|credentials?|creds|user(?:[ \t]?name)?/pass(?:word|wd)?)"
     r"(?:[ \t]{0,4}[:=][ \t]{0,4}|[ \t]{1,4}(?:(?:with|as|is|are|was|using)[ \t]{1,4})?)"
-    r"(?P<user>[a-z_][a-z0-9_.@+-]{0,63})[ \t]{0,4}/[ \t]{0,4}"
+    r"(?P<user>[a-z_][a-z0-9_.@+-]{0,63})(?:[ \t]{0,4}/[ \t]{0,4}|(?P<colon>:))"
     r"(?P<value>" + _PAIR_VALUE + "{1,256})" + _PAIR_VALUE_END)
 # `user admin password hunter2`, `user: admin, password hunter2`: a user named, then a
 # password word and its value (with a colon after it, it is a key=value).
@@ -2183,7 +2195,57 @@ def _login_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
     if begin and text[begin - 1] in _WORD_BEFORE:
         return None  # `blog`, `catalog`, `superuser`: not the word
     start, end, value = _pair_value(match, text)
-    if not _pair_password(value, text[match.start("user"):match.end("user")]):
+    user = text[match.start("user"):match.end("user")]
+    if not _pair_password(value, user):
+        return None
+    if "colon" in match.re.groupindex and match.group("colon") and not (
+            value.lower() == user.lower() or _colon_password(value)):
+        return None  # `login host:8080`, `credentials aws:prod-2`: a host, a profile
+    return start, end, marker("password"), "password"
+
+
+def _colon_password(value: str) -> bool:
+    """The password of `USER:PASSWORD` in prose: `_strong_password`, or a letter, a
+    digit and a symbol that names and ports never hold (`hunter22!`, `s3cr3t#`)."""
+    if _strong_password(value):
+        return True
+    return (any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)
+            and any(c in "!#$%&*+=?^~" for c in value))
+
+
+# `admin:Tr0ub4dor&3`, `root:Hunter2!x`: an administrator's name, a colon and a value
+# that is nothing but a password (`_colon_password`); `admin:read`, `root:x:0:0:…` and
+# `system:admin:dev` keep theirs.
+_ADMIN_PAIR = lazy(r"(?P<user>admin(?:istrator)?|root|superuser|sysadmin)(?<![\w:/.@-]admin)"
+                   r"(?<![\w:/.@-]administrator)(?<![\w:/.@-]root)(?<![\w:/.@-]superuser)"
+                   r"(?<![\w:/.@-]sysadmin):(?P<value>" + _PAIR_VALUE + "{6,256})"
+                   + _PAIR_VALUE_END)
+
+
+def _admin_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _pair_value(match, text)
+    if ":" in value or not _colon_password(value) or _is_placeholder(value):
+        return None
+    return start, end, marker("password"), "password"
+
+
+# "the wifi pass is hunter22!": `pass` names a password only after a word that says
+# whose (a network, an account), and only for a value with a letter and a digit ("the
+# second pass is 2x slower", "the boarding pass is ready" are prose).
+_PASS_IS = lazy(r"(?P<whose>wi-?fi|wlan|router|network|guest|login|admin|root|user|account|"
+                r"ssh|vpn|db|database|server|my|our)(?<![\w-]wifi)(?<![\w-]wi-fi)(?<![\w-]wlan)"
+                r"(?<![\w-]router)(?<![\w-]network)(?<![\w-]guest)(?<![\w-]login)"
+                r"(?<![\w-]admin)(?<![\w-]root)(?<![\w-]user)(?<![\w-]account)(?<![\w-]ssh)"
+                r"(?<![\w-]vpn)(?<![\w-]db)(?<![\w-]database)(?<![\w-]server)(?<![\w-]my)"
+                r"(?<![\w-]our)[ \t]{1,4}pass[ \t]{1,4}(?:is|was)[ \t]{1,4}(?:now[ \t]{1,4})?"
+                r"(?P<value>[^\s\"'`<>]{1,256})")
+
+
+def _pass_is(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _pair_value(match, text)
+    if len(value) < 6 or not (any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)):
+        return None
+    if _is_placeholder(value):
         return None
     return start, end, marker("password"), "password"
 
@@ -2205,10 +2267,14 @@ def _redact_pairs(text: str, findings: list[str]) -> str:
     slash = "/" in text
     for pattern, replace, wanted in (
             (_LOGIN_PAIR, _login_pair,
-             slash and any(word in lowered for word in ("log", "sign", "cred", "user"))),
+             (slash or ":" in text)
+             and any(word in lowered for word in ("log", "sign", "cred", "user"))),
             (_SLASH_PAIR, _slash_pair, " /" in text or "\t/" in text),
             (_USER_PASSWORD, _login_pair, ("user" in lowered or "login" in lowered)
-             and ("pass" in lowered or "pw" in lowered))):
+             and ("pass" in lowered or "pw" in lowered)),
+            (_ADMIN_PAIR, _admin_pair, ":" in text and ("admin" in lowered or "root" in lowered
+                                                        or "superuser" in lowered)),
+            (_PASS_IS, _pass_is, " pass " in lowered)):
         if wanted:
             redacted = _sub(pattern, text, findings, replace, lowered)
             if redacted is not text:
