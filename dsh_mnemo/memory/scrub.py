@@ -1943,13 +1943,15 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
 # of 3 to 8 letters (the list's words), each after a space or a line break.  The
 # label must name the phrase and be followed by a colon, `=`, `is`/`are` or a line
 # break ("the mnemonic for this instruction" is not one); prose reads as a run of
-# short words ("is", "a", "to" break it) or of the words that glue a sentence.
+# short words ("is", "a", "to" break it) or of the words that glue a sentence.  Of a
+# longer run the longest phrase goes (`… yellow keep it safe`); a line break after a
+# phrase of a full length ends it (the next line is not part of it).
 _SEED_LABEL = lazy(
     r"(?:seed[ \t](?:phrase|words)|mnemonic(?:[ \t](?:phrase|words|seed|code))?|"
     r"(?:recovery|backup|secret[ \t]recovery|wallet)[ \t](?:phrase|words|seed)|助记词)"
     r"(?P<sep>[ \t]{0,4}(?:[:=：][ \t]{0,4}|(?:is|are|was)[ \t]{1,4}(?::[ \t]{0,4})?)"
     r"(?:\r?\n[ \t]{0,8})?|[ \t]{0,4}\r?\n[ \t]{0,8})[\"'`“「]?")
-_SEED_MIN_WORDS = 12  # the shortest phrase; 15, 18, 21 and 24 words are the others
+_SEED_COUNTS = (12, 15, 18, 21, 24)
 _SEED_WORDS = ("seed", "mnemonic", "recovery", "backup", "wallet", "助记词")
 _SEED_PROSE = frozenset("""
 the and for that this with from which into are was were not but has have had will can its
@@ -1959,24 +1961,30 @@ you your they them their what when where who how than then there these those bee
 
 def _seed_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
     start = match.end()
-    words = text[start:start + 24 * 10].split(None, 24)[:24]
-    count = 0
-    for word in words:
-        bare = word.rstrip(".,;") if count >= 11 else word
+    limit = min(len(text), start + 24 * 16)
+    ends: list[int] = []  # where each word of the phrase ends
+    at = start
+    while len(ends) < max(_SEED_COUNTS) and at < limit:
+        stop = at
+        while stop < limit and text[stop] not in " \t\r\n":
+            stop += 1
+        word = text[at:stop]
+        bare = word.rstrip(".,;") if len(ends) >= min(_SEED_COUNTS) - 1 else word
         if not (3 <= len(bare) <= 8 and bare.isascii() and bare.isalpha() and bare.islower()):
             break
-        count += 1
-        if bare != word:
-            break
-    # a run of 13 or 14 words (one typed twice, a phrase cut short) goes whole too
-    size = count if count >= _SEED_MIN_WORDS else 0
-    if not size or sum(word in _SEED_PROSE for word in words[:size]) > 1:
+        ends.append(at + len(bare))
+        at = stop
+        while at < limit and at - stop < 12 and text[at] in " \t\r\n":
+            at += 1
+        if bare != word or at == stop or ("\n" in text[stop:at] and len(ends) in _SEED_COUNTS):
+            break  # a phrase of a full length ends with its line
+    size = max((n for n in _SEED_COUNTS if n <= len(ends)), default=0)
+    if not size:
         return None
-    end = start
-    for word in words[:size]:
-        end = text.index(word, end) + len(word)
-    end -= len(words[size - 1]) - len(words[size - 1].rstrip(".,;"))
-    return start, end, marker("seed-phrase"), "seed-phrase"
+    words = text[start:ends[size - 1]].split()
+    if sum(word in _SEED_PROSE for word in words) > 1:
+        return None
+    return start, ends[size - 1], marker("seed-phrase"), "seed-phrase"
 
 
 def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -2105,10 +2113,12 @@ def _redact_tables(text: str, findings: list[str]) -> str:
         if "-" not in rule or "|" not in rule or not set(rule) <= _TABLE_RULE:
             index += 1
             continue
-        header = _table_cells(lines[index - 1])
+        heading = lines[index - 1]
+        if rule.lstrip()[:1] == "|" and heading.lstrip()[:1] != "|" and "|" in heading:
+            heading = heading[heading.index("|"):]  # after a label (`[USER] | user | …`)
         columns = []
-        for number, (start, end) in enumerate(header or ()):
-            name = _lower(lines[index - 1][start:end]).strip("`*_ ")
+        for number, (start, end) in enumerate(_table_cells(heading) or ()):
+            name = _lower(heading[start:end]).strip("`*_ ")
             if _TABLE_HEADER.fullmatch(name):
                 columns.append((number, _kind_for_key(name.replace(" ", "_")) if name.isascii()
                                 else _CJK_KINDS.get(name[:2], "key")))
