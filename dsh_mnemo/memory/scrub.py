@@ -1923,7 +1923,9 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
     if not text.isascii() and any(word in text for word in _CJK_SECRET_WORDS):
         text = _sub(_CJK_PHRASE, text, findings, _cjk_phrase)
     lowered = _lower(text)
-    if any(word in lowered for word in _SEED_WORDS):
+    if "mnemonic" in lowered or "助记词" in text or (
+            ("phrase" in lowered or "words" in lowered or "seed" in lowered)
+            and any(word in lowered for word in _SEED_WORDS)):
         text = _sub(_SEED_LABEL, text, findings, _seed_phrase)
         lowered = _lower(text)
     if not any(word in lowered for word in _PHRASE_WORDS):
@@ -1952,7 +1954,7 @@ _SEED_LABEL = lazy(
     r"(?P<sep>[ \t]{0,4}(?:[:=：][ \t]{0,4}|(?:is|are|was)[ \t]{1,4}(?::[ \t]{0,4})?)"
     r"(?:\r?\n[ \t]{0,8})?|[ \t]{0,4}\r?\n[ \t]{0,8})[\"'`“「]?")
 _SEED_COUNTS = (12, 15, 18, 21, 24)
-_SEED_WORDS = ("seed", "mnemonic", "recovery", "backup", "wallet", "助记词")
+_SEED_WORDS = ("seed", "recovery", "backup", "wallet")
 _SEED_PROSE = frozenset("""
 the and for that this with from which into are was were not but has have had will can its
 you your they them their what when where who how than then there these those been being
@@ -2044,17 +2046,17 @@ def _redact_markup(text: str, findings: list[str]) -> str:
         text = _sub(_XML_SECRET, text, findings, _markup)
     if "env" in lowered:
         text = _sub(_DOCKER_ENV, text, findings, _markup)
-    if "|" in text and "-" in text and any(word in lowered for word in _TABLE_WORDS):
+    if "|" in text and "--" in text and any(word in lowered for word in _TABLE_WORDS):
         text = _redact_tables(text, findings)
     return text
 
 
 # A Markdown table of credentials: a header cell that names a secret (`password`,
-# `api key`, `密码`), the `|---|` row under it, then rows whose cell in that column is
-# the secret.  A password column's cell is a password when it is one word that is no
-# placeholder, prose word or mark (`-`, `yes`, `✓`); any other secret column's only
-# when it looks random, so a table that documents tokens (`| token | meaning |`) keeps
-# its words.  Pure string work, a line at a time.
+# `api key`, `密码`), the `|---|` row under it (of two dashes or more), then rows whose
+# cell in that column is the secret.  A password column's cell is a password when it is
+# one word that is no placeholder, prose word, hashing scheme or mark (`-`, `yes`, `✓`);
+# any other secret column's only when it looks random, so a table that documents
+# tokens (`| token | meaning |`) keeps its words.  Pure string work, a line at a time.
 _TABLE_WORDS = ("pass", "secret", "token", "key", "pwd", "pw", "cred", *_CJK_SECRET_WORDS)
 _TABLE_HEADER = lazy(
     r"(?:[a-z0-9]{1,24}[ _-]?)?(?:pass(?:word|wd|phrase|code)?|pwd|pw|secret|token|"
@@ -2123,6 +2125,8 @@ def _redact_tables(text: str, findings: list[str]) -> str:
                 columns.append((number, _kind_for_key(name.replace(" ", "_")) if name.isascii()
                                 else _CJK_KINDS.get(name[:2], "key")))
         index += 1
+        if not columns:
+            continue  # the next rule line is looked for from here
         while index < len(lines):
             cells = _table_cells(lines[index])
             if cells is None:
@@ -2242,16 +2246,18 @@ def _admin_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
 # "the wifi pass is hunter22!": `pass` names a password only after a word that says
 # whose (a network, an account), and only for a value with a letter and a digit ("the
 # second pass is 2x slower", "the boarding pass is ready" are prose).
-_PASS_IS = lazy(r"(?P<whose>wi-?fi|wlan|router|network|guest|login|admin|root|user|account|"
-                r"ssh|vpn|db|database|server|my|our)(?<![\w-]wifi)(?<![\w-]wi-fi)(?<![\w-]wlan)"
-                r"(?<![\w-]router)(?<![\w-]network)(?<![\w-]guest)(?<![\w-]login)"
-                r"(?<![\w-]admin)(?<![\w-]root)(?<![\w-]user)(?<![\w-]account)(?<![\w-]ssh)"
-                r"(?<![\w-]vpn)(?<![\w-]db)(?<![\w-]database)(?<![\w-]server)(?<![\w-]my)"
-                r"(?<![\w-]our)[ \t]{1,4}pass[ \t]{1,4}(?:is|was)[ \t]{1,4}(?:now[ \t]{1,4})?"
+_PASS_IS = lazy(r"pass(?<=[ \t]pass)[ \t]{1,4}(?:is|was)[ \t]{1,4}(?:now[ \t]{1,4})?"
                 r"(?P<value>[^\s\"'`<>]{1,256})")
+_PASS_WHOSE = frozenset("""
+wifi wi-fi wlan router network guest login admin root user account ssh vpn db database server
+my our
+""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 def _pass_is(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    before = text[max(0, match.start() - 24):match.start()].split()
+    if not before or before[-1].lower() not in _PASS_WHOSE:
+        return None
     start, end, value = _pair_value(match, text)
     if len(value) < 6 or not (any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)):
         return None
@@ -2282,9 +2288,10 @@ def _redact_pairs(text: str, findings: list[str]) -> str:
             (_SLASH_PAIR, _slash_pair, " /" in text or "\t/" in text),
             (_USER_PASSWORD, _login_pair, ("user" in lowered or "login" in lowered)
              and ("pass" in lowered or "pw" in lowered)),
-            (_ADMIN_PAIR, _admin_pair, ":" in text and ("admin" in lowered or "root" in lowered
-                                                        or "superuser" in lowered)),
-            (_PASS_IS, _pass_is, " pass " in lowered)):
+            (_ADMIN_PAIR, _admin_pair, "admin:" in lowered or "root:" in lowered
+             or "administrator:" in lowered or "superuser:" in lowered),
+            (_PASS_IS, _pass_is, "pass is" in lowered or "pass was" in lowered
+             or " pass " in lowered and (" is " in lowered or " was " in lowered))):
         if wanted:
             redacted = _sub(pattern, text, findings, replace, lowered)
             if redacted is not text:
