@@ -700,7 +700,7 @@ SECRETS: tuple[Secret, ...] = (
        keep=("on the console",)),
     _s("admin-colon-password", "prose", "use admin:{v} to get in",
        "Tr0ub4dor&" + fake("adm", 1, DIGITS), keep=("to get in",)),
-    _s("pw-colon", "config", "pw: {v}", "hunter" + fake("pwcolon", 2, DIGITS)),
+    _s("pw-colon-typed-password", "config", "pw: {v}", "hunter" + fake("pwcolon", 2, DIGITS)),
 )
 
 # ─── Benign sentences: scrubbing must leave them exactly as they are ──────
