@@ -2063,8 +2063,11 @@ _TABLE_HEADER = lazy(
     r"credentials?|(?:api|access|secret|private|app|client|license)[ _-]?key|apikey|"
     r"密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)(?:[ ]?\([^()]{1,24}\))?")
 _TABLE_RULE = frozenset("|-: \t")
+# Marks, and the types a table of fields gives (`| type | string |`): no password.
 _TABLE_MARKS = frozenset(("-", "--", "—", "–", "n/a", "na", "✓", "✔", "✗", "x", "yes", "no", "y",
-                          "n", "?", "same", "ditto", "〃", "无", "空"))
+                          "n", "?", "same", "ditto", "〃", "无", "空", "string", "str", "text",
+                          "varchar", "char", "int", "integer", "number", "bool", "boolean",
+                          "bytes", "binary", "blob", "json", "password", "secret", "any"))
 
 
 def _table_cells(line: str) -> list[tuple[int, int]] | None:

@@ -156,6 +156,9 @@ def test_a_credentials_table_loses_only_its_secret_columns() -> None:
     assert scrub(later).text.endswith("| a | <redacted-password> |\n\nthen | b | c |")
     assert scrub("| 用户 | 密码 |\n|---|---|\n| root | hunter22 |").text.endswith(
         "| root | <redacted-password> |")
+    fields = ("| | username | password |\n|---|---|---|\n| type | string | string |\n"
+              "| required | yes | yes |\n| stored | plain | hashed |")
+    assert scrub(fields).text == fields
 
 
 def test_a_seed_phrase_loses_every_word_and_prose_keeps_its_own() -> None:
