@@ -930,8 +930,9 @@ def _url_slashed(match: re.Match[str], text: str) -> tuple[int, int, str, str] |
     if "/" not in password and " " not in password:
         return None  # `_URL_UPSTREAM` and `_URL_OTHER` read it, or turned it down
     head = password.replace(" ", "/").split("/", 1)[0]
-    if head.isdigit() or _DIGEST_HOST.fullmatch(match.group("host").lower()):
-        return None
+    if (head.isdigit() or match.group("user")[:1] == "["
+            or _DIGEST_HOST.fullmatch(match.group("host").lower())):
+        return None  # a port, an IPv6 host (`http://[::1]:8080/a@b`), a digest
     if " " in password and (text[match.end():match.end() + 1] not in ("", ":", "/", "?", "#")
                             and not text[match.end()].isspace()):
         return None
@@ -1985,6 +1986,10 @@ def _seed_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] |
         return None
     words = text[start:ends[size - 1]].split()
     if sum(word in _SEED_PROSE for word in words) > 1:
+        return None
+    # one word in twenty of the list has three letters; a list of instructions
+    # (`mnemonic:\npush pop call ret jmp …`) is mostly such words
+    if sum(len(word) == 3 for word in words) > size // 4:
         return None
     return start, ends[size - 1], marker("seed-phrase"), "seed-phrase"
 

@@ -135,7 +135,7 @@ def test_a_url_password_with_a_slash_or_a_space_goes_and_paths_with_an_at_stay()
     for text in ("https://host:8080/users/@me", "https://a.com:443/@user/post",
                  "docker://image:tag/x@sha256:0123", "ftp://bob:${PASS}/x@h",
                  "http://localhost:8080 or admin@example.com",
-                 "http://a:b two words@c.d", "https://x.y:1 2@z.w"):
+                 "http://a:b two words@c.d", "https://x.y:1 2@z.w", "http://[::1]:8080/a@b"):
         assert scrub(text).text == text, text
 
 
@@ -181,6 +181,7 @@ def test_a_seed_phrase_loses_every_word_and_prose_keeps_its_own() -> None:
                  "the mnemonic for this instruction is MOV",
                  "mnemonic: the opcode name that the assembler reads from the source when this "
                  "line runs",
+                 "mnemonic:\npush pop call ret jmp jne cmp test lea mov inc dec",
                  "Seed phrase: Legal Winner Thank Year Wave Sausage Worth Useful Legal Winner "
                  "Thank Yellow"):
         assert scrub(text).text == text, text
