@@ -497,12 +497,58 @@ def _blocks(lowered: str, begin: re.Pattern[str],
 
 def _redact_blocks(text: str, findings: list[str]) -> str:
     lowered = _lower(text)
-    if "-----" not in text and "putty-user-key-file-" not in lowered:
-        return text
-    spans = []
-    for begin, end in ((_PEM_BEGIN, _PEM_END), (_PUTTY_BEGIN, _PUTTY_END)):
-        spans.extend(_Span(s, e, marker("private-key"), "private-key")
-                     for s, e in _blocks(lowered, begin, end))
+    if "-----" in text or "putty-user-key-file-" in lowered:
+        spans = []
+        for begin, end in ((_PEM_BEGIN, _PEM_END), (_PUTTY_BEGIN, _PUTTY_END)):
+            spans.extend(_Span(s, e, marker("private-key"), "private-key")
+                         for s, e in _blocks(lowered, begin, end))
+        text = _apply(text, spans, findings)
+    if _OPENSSH_BODY in text or ("private" in lowered and ("MII" in text or "MH" in text)):
+        text = _redact_bare_keys(text, findings)
+    return text
+
+
+# A key's body pasted without its BEGIN and END lines.  An OpenSSH key's body starts
+# with the base64 of `openssh-key-v1` and a NUL, which nothing else does; a PEM RSA,
+# EC or PKCS#8 key's DER starts with a SEQUENCE (`MII…`, `MHc…`, `MIG…`), as a
+# certificate's or a public key's does, so such a body counts only right under a line
+# that names a private key (`private key:`, `id_rsa (private key)`).  The body is its
+# first line and every following line of base64 (16 characters or more, or a short
+# last one that ends with `=`).
+_OPENSSH_BODY = "b3BlbnNzaC1rZXktdjE"
+_BARE_KEY_START = lazy(r"(?<![A-Za-z0-9+/])(?:b3BlbnNzaC1rZXktdjE|(?P<der>MII|MHc|MIG))"
+                       r"[A-Za-z0-9+/]{13,4096}+={0,2}(?=[ \t]{0,8}(?:\r?\n|\Z))")
+_BASE64_LINE = lazy(r"[ \t]{0,8}(?:[A-Za-z0-9+/]{16,4096}+={0,2}|[A-Za-z0-9+/]{1,15}={1,2})"
+                    r"[ \t]{0,8}(?=\r?\n|\Z)")
+_PRIVATE_KEY_LABEL = lazy(r"private[ _-]?key")
+
+
+def _redact_bare_keys(text: str, findings: list[str]) -> str:
+    spans: list[_Span] = []
+    floor = 0
+    for start in _BARE_KEY_START.finditer(text):
+        if start.start() < floor:
+            continue
+        if start.group("der") is not None:
+            # the label on its line (`private key: MII…`) or on the line above
+            line_start = text.rfind("\n", 0, start.start()) + 1
+            label = text[line_start:start.start()]
+            if not label.strip():
+                label = text[max(0, line_start - 160):line_start].rstrip().rsplit("\n", 1)[-1]
+            if (_PRIVATE_KEY_LABEL.search(_lower(label)) is None
+                    or len(start.group()) < 40):
+                continue
+        end = start.end()
+        while True:
+            newline = text.find("\n", end)
+            if newline < 0 or text[end:newline].strip():
+                break
+            line = _BASE64_LINE.match(text, newline + 1)
+            if line is None or line.end() == newline + 1:
+                break
+            end = line.end()
+        spans.append(_Span(start.start(), end, marker("private-key"), "private-key"))
+        floor = end
     return _apply(text, spans, findings)
 
 
@@ -646,6 +692,19 @@ def _jwt_spans(lowered: str) -> list[tuple[int, int]]:
     return spans
 
 
+# A JWT wrapped at its dots (`eyJ….` at the end of a line, the payload on the next,
+# or a space typed after a dot): the header and the payload each start with `eyJ`,
+# which no word does, so the three runs are taken whole; at least one dot has a break
+# after it (`_jwt_spans` takes the unbroken ones), and a signature after a break is 16
+# characters or more (a word on the next line is not one).
+_JWT_GAP = r"(?:[ \t]{0,2}\r?\n[ \t]{0,8}|[ \t]{1,2})"
+_JWT_WRAPPED = lazy(
+    r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,4096}+\."
+    r"(?:" + _JWT_GAP + r"eyJ[A-Za-z0-9_-]{4,4096}+\.(?:" + _JWT_GAP + r")?"
+    r"|eyJ[A-Za-z0-9_-]{4,4096}+\." + _JWT_GAP + r"(?=[A-Za-z0-9_-]{16}))"
+    r"[A-Za-z0-9_-]{16,4096}+")
+
+
 # A bare 40-character AWS secret access key (in prose: "the secret is wJal…").
 _AWS_SECRET_LOWERED = lazy(r"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])")
 
@@ -671,6 +730,8 @@ def _redact_tokens(text: str, findings: list[str]) -> str:
     if ".eyj" in lowered:
         spans = [_Span(s, e, marker("jwt"), "jwt") for s, e in _jwt_spans(lowered)]
         text = _apply(text, spans, findings)
+    if "eyJ" in text and (". " in text or ".\n" in text or ".\t" in text or ".\r" in text):
+        text = _sub_fixed(_JWT_WRAPPED, text, findings, marker("jwt"), "jwt")
     if len(text) < 40:
         return text
     return _sub(_AWS_SECRET_LOWERED, text, findings, _aws_secret)
@@ -851,6 +912,40 @@ _SENTRY_DSN = lazy(r"://[0-9a-fA-F]{32}(?::[0-9a-fA-F]{32})?@")
 _URL_HEX_USER = lazy(r"://[0-9a-fA-F]{40}@")
 
 
+# A password with a `/` in it, or one space, as typed (`postgres://app:pa/ss@db/x`,
+# `https://user:p w@host`): `_USERINFO` stops at both, since a URL without credentials
+# has them there too (`https://host:8080/users/@me`, a path with an `@`).  Taken when
+# the user is a plain name (no `@`), the password does not start as a port does (digits
+# up to the `/` or the space: `host:8080/…`), holds at most one space, and a host name
+# follows the `@` (not a digest: `image:tag/x@sha256:…`).
+_URL_SLASHED = lazy(
+    r"://(?P<user>[^\s:/@\"'<>]{0,128}):(?P<pw>[^\s@\"'<>/][^\s@\"'<>]{0,255}"
+    r"(?:[ ][^\s@\"'<>]{1,128})?)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,253})"
+    r"(?![A-Za-z0-9.@-])")
+_DIGEST_HOST = lazy(r"sha[0-9]{1,3}|md5|blake[0-9a-z]{0,4}")
+
+
+def _url_slashed(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    password = match.group("pw")
+    if "/" not in password and " " not in password:
+        return None  # `_URL_UPSTREAM` and `_URL_OTHER` read it, or turned it down
+    head = password.replace(" ", "/").split("/", 1)[0]
+    if (head.isdigit() or match.group("user")[:1] == "["
+            or _DIGEST_HOST.fullmatch(match.group("host").lower())):
+        return None  # a port, an IPv6 host (`http://[::1]:8080/a@b`), a digest
+    if " " in password and (text[match.end():match.end() + 1] not in ("", ":", "/", "?", "#")
+                            and not text[match.end()].isspace()):
+        return None
+    if _is_placeholder(password) or password.startswith(("$", "{{", "<")):
+        return None
+    start = match.start("pw")
+    scheme = _lower(text[max(0, match.start() - 8):match.start()])
+    if scheme.endswith(("postgres", "mysql", "mongodb", "redis")):
+        start = match.start("user")  # as `_URL_UPSTREAM`: the user goes too
+        return start, match.end("pw"), ":" + marker("password"), "password"
+    return start, match.end("pw"), marker("password"), "password"
+
+
 def _redact_urls(text: str, findings: list[str]) -> str:
     if "://" not in text:
         return text
@@ -859,7 +954,10 @@ def _redact_urls(text: str, findings: list[str]) -> str:
         text = _sub_fixed(_URL_HEX_USER, text, findings, f"://{marker('token')}@", "token")
     text = _replace_span(_URL_UPSTREAM, text, findings, "user", "pw", ":" + marker("password"),
                          "password")
-    return _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
+    text = _replace_span(_URL_OTHER, text, findings, "pw", "pw", marker("password"), "password")
+    if "@" in text and ("/" in text or " " in text):
+        text = _sub(_URL_SLASHED, text, findings, _url_slashed, text)
+    return text
 
 
 # ─── Authorization headers, Bearer/Basic, curl -u (over the lowered text) ──
@@ -1006,6 +1104,17 @@ def _weak_secret(value: str) -> bool:
     return _looks_random(value) or _decodes_to_userpass(value)
 
 
+def _pw_value(value: str) -> bool:
+    """A value under `pw` or `pwd` (`pw: hunter22`): a vague key's secret, or a password
+    as people type one, 6 characters or more with a letter and a digit and no path or
+    space in it (`pwd: /srv/app2` is a directory)."""
+    if _weak_secret(value):
+        return True
+    if len(value) < 6 or any(c in "/\\ \t" for c in value):
+        return False
+    return any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)
+
+
 def _kind_for_key(key: str) -> str:
     lowered = key.lower().replace("-", "_")
     if "pass" in lowered or lowered.endswith(("pwd", "pw", *_FOREIGN_PASSWORDS)):
@@ -1033,6 +1142,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         return None
     keyword = match.group("kw")
     start = match.start()
+    weak = _pw_value if keyword in ("pw", "pwd") else _weak_secret
     if keyword in _WEAK_KEYWORDS:
         window = text[max(0, start - 96):start]
         prefix = window[len(window.rstrip(_KEY_CHARS)):]
@@ -1044,13 +1154,13 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         prefix, strong = "", True
     if value[:2] == '\\"':  # escaped quotes: the inside goes, the quotes stay
         inner = value[2:-2] if len(value) >= 4 and value[-2:] == '\\"' else ""
-        if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
+        if not inner or _is_placeholder(inner) or (not strong and not weak(inner)):
             return None
         kind = _kind_for_key(prefix + keyword)
         return _Span(value_start + 2, end - 2, marker(kind), kind)
     closed = value[0] in "\"'`" and value[-1] == value[0]
     # What a vague key's value must be (as below), tested first: it is cheap.
-    if not strong and not _weak_secret(value[1:-1] if closed else (
+    if not strong and not weak(value[1:-1] if closed else (
             value[1:] if value[0] in "\"'`" else value).rstrip(_TRAILING)):
         return None
     if _is_placeholder(value):
@@ -1058,7 +1168,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
     if closed:
         # Quoted: the inside goes, the quotes stay.
         inner = value[1:-1]
-        if not inner or _is_placeholder(inner) or (not strong and not _weak_secret(inner)):
+        if not inner or _is_placeholder(inner) or (not strong and not weak(inner)):
             return None
         kind = _kind_for_key(prefix + keyword)
         return _Span(value_start + 1, end - 1, marker(kind), kind)
@@ -1084,7 +1194,7 @@ def _key_value_span(text: str, match: re.Match[str]) -> _Span | None:
         value = value.rstrip(_TRAILING)
     if not value or _is_placeholder(value):
         return None
-    if not strong and not _weak_secret(value):
+    if not strong and not weak(value):
         return None
     if strong and value.split(" ", 1)[0].lower() in _STOPWORDS and not (
             config and keyword == "passphrase"):  # `passphrase: my dog has fleas 42`
@@ -1814,6 +1924,11 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
     if not text.isascii() and any(word in text for word in _CJK_SECRET_WORDS):
         text = _sub(_CJK_PHRASE, text, findings, _cjk_phrase)
     lowered = _lower(text)
+    if "mnemonic" in lowered or "助记词" in text or (
+            ("phrase" in lowered or "words" in lowered or "seed" in lowered)
+            and any(word in lowered for word in _SEED_WORDS)):
+        text = _sub(_SEED_LABEL, text, findings, _seed_phrase)
+        lowered = _lower(text)
     if not any(word in lowered for word in _PHRASE_WORDS):
         return text
     if "pin" in lowered:
@@ -1825,6 +1940,58 @@ def _redact_phrases(text: str, findings: list[str]) -> str:
         text = _sub(_USE_AS, text, findings, _flag)
     text = _sub(_PHRASE, text, findings, _phrase)
     return _sub(_BARE, text, findings, _phrase)
+
+
+# A wallet's seed phrase (BIP-39): a label, then 12, 15, 18, 21 or 24 lowercase words
+# of 3 to 8 letters (the list's words), each after a space or a line break.  The
+# label must name the phrase and be followed by a colon, `=`, `is`/`are` or a line
+# break ("the mnemonic for this instruction" is not one); prose reads as a run of
+# short words ("is", "a", "to" break it) or of the words that glue a sentence.  Of a
+# longer run the longest phrase goes (`… yellow keep it safe`); a line break after a
+# phrase of a full length ends it (the next line is not part of it).
+_SEED_LABEL = lazy(
+    r"(?:seed[ \t](?:phrase|words)|mnemonic(?:[ \t](?:phrase|words|seed|code))?|"
+    r"(?:recovery|backup|secret[ \t]recovery|wallet)[ \t](?:phrase|words|seed)|助记词)"
+    r"(?P<sep>[ \t]{0,4}(?:[:=：][ \t]{0,4}|(?:is|are|was)[ \t]{1,4}(?::[ \t]{0,4})?)"
+    r"(?:\r?\n[ \t]{0,8})?|[ \t]{0,4}\r?\n[ \t]{0,8})[\"'`“「]?")
+_SEED_COUNTS = (12, 15, 18, 21, 24)
+_SEED_WORDS = ("seed", "recovery", "backup", "wallet")
+_SEED_PROSE = frozenset("""
+the and for that this with from which into are was were not but has have had will can its
+you your they them their what when where who how than then there these those been being
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _seed_phrase(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start = match.end()
+    limit = min(len(text), start + 24 * 16)
+    ends: list[int] = []  # where each word of the phrase ends
+    at = start
+    while len(ends) < max(_SEED_COUNTS) and at < limit:
+        stop = at
+        while stop < limit and text[stop] not in " \t\r\n":
+            stop += 1
+        word = text[at:stop]
+        bare = word.rstrip(".,;") if len(ends) >= min(_SEED_COUNTS) - 1 else word
+        if not (3 <= len(bare) <= 8 and bare.isascii() and bare.isalpha() and bare.islower()):
+            break
+        ends.append(at + len(bare))
+        at = stop
+        while at < limit and at - stop < 12 and text[at] in " \t\r\n":
+            at += 1
+        if bare != word or at == stop or ("\n" in text[stop:at] and len(ends) in _SEED_COUNTS):
+            break  # a phrase of a full length ends with its line
+    size = max((n for n in _SEED_COUNTS if n <= len(ends)), default=0)
+    if not size:
+        return None
+    words = text[start:ends[size - 1]].split()
+    if sum(word in _SEED_PROSE for word in words) > 1:
+        return None
+    # one word in twenty of the list has three letters; a list of instructions
+    # (`mnemonic:\npush pop call ret jmp …`) is mostly such words
+    if sum(len(word) == 3 for word in words) > size // 4:
+        return None
+    return start, ends[size - 1], marker("seed-phrase"), "seed-phrase"
 
 
 def _set_to(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
@@ -1884,7 +2051,103 @@ def _redact_markup(text: str, findings: list[str]) -> str:
         text = _sub(_XML_SECRET, text, findings, _markup)
     if "env" in lowered:
         text = _sub(_DOCKER_ENV, text, findings, _markup)
+    if "|" in text and "--" in text and any(word in lowered for word in _TABLE_WORDS):
+        text = _redact_tables(text, findings)
     return text
+
+
+# A Markdown table of credentials: a header cell that names a secret (`password`,
+# `api key`, `密码`), the `|---|` row under it (of two dashes or more), then rows whose
+# cell in that column is the secret.  A password column's cell is a password when it is
+# one word that is no placeholder, prose word, hashing scheme or mark (`-`, `yes`, `✓`);
+# any other secret column's only when it looks random, so a table that documents
+# tokens (`| token | meaning |`) keeps its words.  Pure string work, a line at a time.
+_TABLE_WORDS = ("pass", "secret", "token", "key", "pwd", "pw", "cred", *_CJK_SECRET_WORDS)
+_TABLE_HEADER = lazy(
+    r"(?:[a-z0-9]{1,24}[ _-]?)?(?:pass(?:word|wd|phrase|code)?|pwd|pw|secret|token|"
+    r"credentials?|(?:api|access|secret|private|app|client|license)[ _-]?key|apikey|"
+    r"密码|口令|密钥|秘钥|私钥|令牌|パスワード|비밀번호)(?:[ ]?\([^()]{1,24}\))?")
+_TABLE_RULE = frozenset("|-: \t")
+# Marks, and the types a table of fields gives (`| type | string |`): no password.
+_TABLE_MARKS = frozenset(("-", "--", "—", "–", "n/a", "na", "✓", "✔", "✗", "x", "yes", "no", "y",
+                          "n", "?", "same", "ditto", "〃", "无", "空", "string", "str", "text",
+                          "varchar", "char", "int", "integer", "number", "bool", "boolean",
+                          "bytes", "binary", "blob", "json", "password", "secret", "any"))
+
+
+def _table_cells(line: str) -> list[tuple[int, int]] | None:
+    """The (start, end) of each cell of a table row, stripped (None: not a row)."""
+    inner_start = len(line) - len(line.lstrip())
+    inner_end = len(line.rstrip())
+    if inner_end - inner_start < 3 or line.count("|") < 2:
+        return None
+    if line[inner_start] == "|":
+        inner_start += 1
+    if line[inner_end - 1] == "|":
+        inner_end -= 1
+    cells = []
+    at = inner_start
+    while True:
+        bar = line.find("|", at, inner_end)
+        stop = inner_end if bar < 0 else bar
+        piece = line[at:stop]
+        lead = len(piece) - len(piece.lstrip())
+        cells.append((at + lead, at + len(piece.rstrip())))
+        if bar < 0:
+            return cells
+        at = bar + 1
+
+
+def _table_secret(value: str, password: bool) -> bool:
+    core = value.strip("`*_")
+    if (not core or core.lower() in _TABLE_MARKS or core.lower() in _PASSWORD_SCHEMES
+            or _is_placeholder(core)):
+        return False
+    if password:
+        return (" " not in core and len(core) >= 3 and core.lower() not in _STOPWORDS
+                and not _prose_verb(core))
+    return _looks_random(core) or _random_token(core)
+
+
+def _redact_tables(text: str, findings: list[str]) -> str:
+    lines = text.split("\n")
+    spans: list[_Span] = []
+    offsets = []
+    at = 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line) + 1
+    index = 1
+    while index < len(lines):
+        rule = lines[index]
+        if "-" not in rule or "|" not in rule or not set(rule) <= _TABLE_RULE:
+            index += 1
+            continue
+        heading = lines[index - 1]
+        if rule.lstrip()[:1] == "|" and heading.lstrip()[:1] != "|" and "|" in heading:
+            heading = heading[heading.index("|"):]  # after a label (`[USER] | user | …`)
+        columns = []
+        for number, (start, end) in enumerate(_table_cells(heading) or ()):
+            name = _lower(heading[start:end]).strip("`*_ ")
+            if _TABLE_HEADER.fullmatch(name):
+                columns.append((number, _kind_for_key(name.replace(" ", "_")) if name.isascii()
+                                else _CJK_KINDS.get(name[:2], "key")))
+        index += 1
+        if not columns:
+            continue  # the next rule line is looked for from here
+        while index < len(lines):
+            cells = _table_cells(lines[index])
+            if cells is None:
+                break
+            for number, kind in columns:
+                if number < len(cells):
+                    start, end = cells[number]
+                    value = lines[index][start:end]
+                    if _table_secret(value, kind == "password"):
+                        spans.append(_Span(offsets[index] + start, offsets[index] + end,
+                                           marker(kind), kind))
+            index += 1
+    return _apply(text, spans, findings)
 
 
 # ─── Credential pairs ──────────────────────────────────────────────────────
@@ -1901,7 +2164,7 @@ _PAIR_VALUE_END = r"(?![!#-&(-;=?-_a-~])"
 _LOGIN_PAIR = lazy(
     r"(?:log(?:[ \t]?in|on)|sign[ \t]?in|credentials?|creds|user(?:[ \t]?name)?/pass(?:word|wd)?)"
     r"(?:[ \t]{0,4}[:=][ \t]{0,4}|[ \t]{1,4}(?:(?:with|as|is|are|was|using)[ \t]{1,4})?)"
-    r"(?P<user>[a-z_][a-z0-9_.@+-]{0,63})[ \t]{0,4}/[ \t]{0,4}"
+    r"(?P<user>[a-z_][a-z0-9_.@+-]{0,63})(?:[ \t]{0,4}/[ \t]{0,4}|(?P<colon>:))"
     r"(?P<value>" + _PAIR_VALUE + "{1,256})" + _PAIR_VALUE_END)
 # `user admin password hunter2`, `user: admin, password hunter2`: a user named, then a
 # password word and its value (with a colon after it, it is a key=value).
@@ -1954,7 +2217,59 @@ def _login_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | 
     if begin and text[begin - 1] in _WORD_BEFORE:
         return None  # `blog`, `catalog`, `superuser`: not the word
     start, end, value = _pair_value(match, text)
-    if not _pair_password(value, text[match.start("user"):match.end("user")]):
+    user = text[match.start("user"):match.end("user")]
+    if not _pair_password(value, user):
+        return None
+    if "colon" in match.re.groupindex and match.group("colon") and not (
+            value.lower() == user.lower() or _colon_password(value)):
+        return None  # `login host:8080`, `credentials aws:prod-2`: a host, a profile
+    return start, end, marker("password"), "password"
+
+
+def _colon_password(value: str) -> bool:
+    """The password of `USER:PASSWORD` in prose: `_strong_password`, or a letter, a
+    digit and a symbol that names and ports never hold (`hunter22!`, `s3cr3t#`)."""
+    if _strong_password(value):
+        return True
+    return (any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)
+            and any(c in "!#$%&*+=?^~" for c in value))
+
+
+# `admin:Tr0ub4dor&3`, `root:Hunter2!x`: an administrator's name, a colon and a value
+# that is nothing but a password (`_colon_password`); `admin:read`, `root:x:0:0:…` and
+# `system:admin:dev` keep theirs.
+_ADMIN_PAIR = lazy(r"(?P<user>admin(?:istrator)?|root|superuser|sysadmin)(?<![\w:/.@-]admin)"
+                   r"(?<![\w:/.@-]administrator)(?<![\w:/.@-]root)(?<![\w:/.@-]superuser)"
+                   r"(?<![\w:/.@-]sysadmin):(?P<value>" + _PAIR_VALUE + "{6,256})"
+                   + _PAIR_VALUE_END)
+
+
+def _admin_pair(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    start, end, value = _pair_value(match, text)
+    if ":" in value or not _colon_password(value) or _is_placeholder(value):
+        return None
+    return start, end, marker("password"), "password"
+
+
+# "the wifi pass is hunter22!": `pass` names a password only after a word that says
+# whose (a network, an account), and only for a value with a letter and a digit ("the
+# second pass is 2x slower", "the boarding pass is ready" are prose).
+_PASS_IS = lazy(r"pass(?<=[ \t]pass)[ \t]{1,4}(?:is|was)[ \t]{1,4}(?:now[ \t]{1,4})?"
+                r"(?P<value>[^\s\"'`<>]{1,256})")
+_PASS_WHOSE = frozenset("""
+wifi wi-fi wlan router network guest login admin root user account ssh vpn db database server
+my our
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _pass_is(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None:
+    before = text[max(0, match.start() - 24):match.start()].split()
+    if not before or before[-1].lower() not in _PASS_WHOSE:
+        return None
+    start, end, value = _pair_value(match, text)
+    if len(value) < 6 or not (any(c.isalpha() for c in value) and any(c in _DIGITS for c in value)):
+        return None
+    if _is_placeholder(value):
         return None
     return start, end, marker("password"), "password"
 
@@ -1976,10 +2291,15 @@ def _redact_pairs(text: str, findings: list[str]) -> str:
     slash = "/" in text
     for pattern, replace, wanted in (
             (_LOGIN_PAIR, _login_pair,
-             slash and any(word in lowered for word in ("log", "sign", "cred", "user"))),
+             (slash or ":" in text)
+             and any(word in lowered for word in ("log", "sign", "cred", "user"))),
             (_SLASH_PAIR, _slash_pair, " /" in text or "\t/" in text),
             (_USER_PASSWORD, _login_pair, ("user" in lowered or "login" in lowered)
-             and ("pass" in lowered or "pw" in lowered))):
+             and ("pass" in lowered or "pw" in lowered)),
+            (_ADMIN_PAIR, _admin_pair, "admin:" in lowered or "root:" in lowered
+             or "administrator:" in lowered or "superuser:" in lowered),
+            (_PASS_IS, _pass_is, "pass is" in lowered or "pass was" in lowered
+             or " pass " in lowered and (" is " in lowered or " was " in lowered))):
         if wanted:
             redacted = _sub(pattern, text, findings, replace, lowered)
             if redacted is not text:

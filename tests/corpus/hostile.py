@@ -309,6 +309,37 @@ _TEXT_SHAPES.update({
     "pass-user-password": repeat("user a password "),
     "pass-user-password-values": repeat("user: admin, password hunter2 "),
     "pass-user-run": repeat("user "),
+    # A login or an administrator's name, a colon and a password; `pass is` in prose.
+    "pass-login-colon": repeat("login a:"),
+    "pass-login-colon-values": repeat("login admin:Tr0ub4dor&3 "),
+    "pass-admin-colon": repeat("admin:"),
+    "pass-admin-colon-values": repeat("root:Hunter22!x "),
+    "pass-admin-colon-long": prefixed("admin:", "Ab1!"),
+    "pass-wifi-is": repeat("wifi pass is hunter22 "),
+    "pass-whose-run": repeat("my wifi pass "),
+    # A JWT wrapped at its dots (`_JWT_WRAPPED`).
+    "jwt-wrapped-dots": repeat("eyJabcd. "),
+    "jwt-wrapped-lines": repeat("eyJabcdefgh.\neyJabcdefgh.\n"),
+    "jwt-wrapped-long": prefixed("eyJa.\neyJb. ", "c"),
+    # URL passwords with a `/` or a space (`_URL_SLASHED`).
+    "url-slashed": repeat("://a:b/c "),
+    "url-slashed-long": prefixed("://a:", "b/"),
+    "url-slashed-at-run": repeat("://u:p w@"),
+    "url-slashed-hosts": repeat("://u:p/w@h.example.com/"),
+    # Markdown tables of credentials (`_redact_tables`).
+    "table-rows": prefixed("| user | password |\n|---|---|\n", "| admin | hunter22 |\n"),
+    "table-rules": repeat("|---|\n"),
+    "table-wide-row": prefixed("| password |\n|---|\n", "| a "),
+    "table-headers": repeat("| token | api key |\n|---|---|\n"),
+    # Seed phrases (`_SEED_LABEL`).
+    "seed-labels": repeat("seed phrase: "),
+    "seed-words": prefixed("mnemonic: ", "abc "),
+    "seed-label-words": repeat("mnemonic: abc def ghi jkl mno pqr stu vwx yza bcd efg hij "),
+    # Private key bodies without BEGIN/END (`_redact_bare_keys`).
+    "bare-key-openssh-lines": prefixed("b3BlbnNzaC1rZXktdjE", "AAAAAAAAAAAAAAAAAAAA\n"),
+    "bare-key-openssh-run": repeat("b3BlbnNzaC1rZXktdjEA "),
+    "bare-key-der-labels": repeat("private key:\nMIIabcdefghijklmnopqrstuvwxyz0123456789ABCDEF\n"),
+    "bare-key-der-line": prefixed("private ", "MIIabcdefghijklmn "),
     "placeholder-braces": repeat("${"),
     "template-braces": repeat("{{"),
     # Upstream's own rules (the safety net runs them).
@@ -334,7 +365,7 @@ _SCRUB_ONLY = ("prefix-", "password-", "token-", "secret-", "key-", "api-key", "
                "mysql-", "my-password", "pin-", "export-", "json-password", "bracket-keys",
                "long-key", "short-assignments", "sentry-", "redis-", "postgres-", "scheme-sep",
                "at-run", "colon-at", "placeholder-", "template-", "double-dash", "random-40",
-               "passphrase-", "htpasswd-", "wide-")
+               "passphrase-", "htpasswd-", "wide-", "table-", "seed-", "bare-key-")
 
 
 def targets(shape: str) -> tuple[str, ...]:

@@ -165,6 +165,19 @@ _GCP_JSON_PRETTY = ('{{\n  "type": "service_account",\n  "project_id": "acme-pro
 _VAULT_SECRET_ID = "-".join(fake(f"vaultsid{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
 _VAULT_ROLE_ID = "-".join(fake(f"vaultrid{i}", n, HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
 _SLASH_PW = "Wm5" + fake("slashpw", 7) + "!x"
+_JWT_HEAD, _JWT_BODY, _JWT_SIG = _JWT.split(".")
+LOWER = "abcdefghijklmnopqrstuvwxyz"
+# A seed phrase's shape: lowercase words of 3 to 8 letters.
+SEED_12 = " ".join(fake(f"seed12-{i}", 3 + i % 6, LOWER) for i in range(12))
+SEED_24 = " ".join(fake(f"seed24-{i}", 3 + (i * 5) % 6, LOWER) for i in range(24))
+# An OpenSSH key's body without its BEGIN and END lines: base64 of `openssh-key-v1\0…`.
+_OPENSSH_BARE = "\n".join(
+    [base64.b64encode(b"openssh-key-v1\x00" + hashlib.shake_256(b"bare").digest(37)).decode()]
+    + [fake(f"sshbare{i}", 70, B64) for i in range(3)] + [fake("sshbaretail", 12, B64) + "=="])
+_RSA_BARE = "\n".join(["MIIEpAIBAAKCAQEA" + fake("rsabare0", 48, B64)]
+                      + [fake(f"rsabare{i}", 64, B64) for i in range(1, 4)]
+                      + [fake("rsabaretail", 20, B64) + "=="])
+_PW_SYMBOL = "Tq7" + fake("tablepw", 6) + "#"
 
 SECRETS: tuple[Secret, ...] = (
     # OpenAI
@@ -645,6 +658,49 @@ SECRETS: tuple[Secret, ...] = (
     _s("github-split-by-space", "wrapped", "the token is {v} for the bot",
        "ghp_" + fake("wrapsp1", 16) + " " + fake("wrapsp2", 20),
        needle=fake("wrapsp2", 20), keep=("for the bot",)),
+    # A JWT wrapped at its dots, or with a space typed after one.
+    _s("jwt-wrapped-at-dots", "jwt", "the id token:\n{v}\nexpires in an hour",
+       f"{_JWT_HEAD}.\n{_JWT_BODY}.\n{_JWT_SIG}", needle=_JWT_SIG,
+       keep=("the id token:", "expires in an hour")),
+    _s("jwt-space-after-dot", "jwt", "send {v} as the bearer",
+       f"{_JWT_HEAD}. {_JWT_BODY}. {_JWT_SIG}", needle=_JWT_BODY, keep=("as the bearer",)),
+    _s("jwt-signature-wrapped", "jwt", "cookie jwt={v}", f"{_JWT_HEAD}.{_JWT_BODY}.\n{_JWT_SIG}",
+       needle=_JWT_SIG),
+    # URL credentials whose password holds a `/` or a space, as typed.
+    _s("url-password-with-slash", "url", "DATABASE_URL is postgres://app:{v}@db:5432/x for now",
+       "pa/" + fake("urlslash", 10), keep=("@db:5432/x for now",)),
+    _s("url-password-with-space", "url", "clone https://deploy:{v}@git.acme.dev/api.git today",
+       fake("urlsp1", 6) + " " + fake("urlsp2", 6), keep=("@git.acme.dev/api.git today",)),
+    _s("amqp-password-with-slashes", "url", "amqp://svc:{v}@mq.internal/vhost",
+       fake("amqps1", 5) + "/" + fake("amqps2", 5) + "/x", keep=("@mq.internal/vhost",)),
+    # A Markdown table of credentials.
+    _s("markdown-table-password", "table",
+       "| env | user | password |\n|-----|------|----------|\n| prod | admin | {v} |\n"
+       "| dev | - | - |", _PW_SYMBOL, keep=("| prod | admin |", "| dev | - | - |")),
+    _s("markdown-table-api-key", "table",
+       "Keys:\n\n| Service | API key |\n| :--- | :--- |\n| stripe | {v} |", fake("tablekey", 24),
+       keep=("| stripe |",)),
+    _s("markdown-table-zh-password", "table", "| 环境 | 账号 | 密码 |\n| --- | --- | --- |\n"
+       "| 测试 | root | {v} |", "hunter" + fake("tablezh", 3, DIGITS), keep=("| 测试 | root |",)),
+    # A wallet's seed phrase under its label.
+    _s("seed-phrase-12", "seed", "my wallet seed phrase: {v}. keep it offline", SEED_12,
+       needle=SEED_12.split(" ", 6)[-1], keep=("keep it offline",)),
+    _s("mnemonic-24-lines", "seed", "Mnemonic:\n{v}\n(written on paper too)", SEED_24,
+       needle=SEED_24.split(" ", 20)[-1], keep=("(written on paper too)",)),
+    _s("zh-mnemonic", "seed", "助记词：{v}", SEED_12, needle=SEED_12.split(" ", 3)[-1]),
+    # A private key's body pasted without its BEGIN and END lines.
+    _s("openssh-bare-body", "private-key", "the key file holds\n{v}\nand nothing else",
+       _OPENSSH_BARE, needle=fake("sshbare1", 70, B64), keep=("and nothing else",)),
+    _s("rsa-bare-body", "private-key", "RSA private key (no header):\n{v}\nthanks",
+       _RSA_BARE, needle=fake("rsabare2", 64, B64), keep=("thanks",)),
+    # A password named in prose without a key.
+    _s("wifi-pass-is", "prose", "the wifi pass is {v} for guests",
+       "hunter" + fake("wifi", 2, DIGITS) + "!", keep=("for guests",)),
+    _s("login-user-colon-password", "prose", "login admin:{v} on the console", _PW_SYMBOL,
+       keep=("on the console",)),
+    _s("admin-colon-password", "prose", "use admin:{v} to get in",
+       "Tr0ub4dor&" + fake("adm", 1, DIGITS), keep=("to get in",)),
+    _s("pw-colon-typed-password", "config", "pw: {v}", "hunter" + fake("pwcolon", 2, DIGITS)),
 )
 
 # ─── Benign sentences: scrubbing must leave them exactly as they are ──────
@@ -819,4 +875,24 @@ BENIGN: tuple[str, ...] = (
     "We set a cookie for the session and read X-Amz-Signature from the query.",
     "People write sk-learn but\nthe package is scikit-learn.",
     "The ghp_ prefix\nmarks a GitHub token.",
+    # Near misses of a wrapped JWT, URL credentials with a slash, tables, seed phrases,
+    # bare key bodies and passwords in prose.
+    "A JWT is eyJ-header. eyJ-payload. signature, joined by dots.",
+    "Browse https://medium.com:443/@acme/post-1 or https://host:8080/users/@me today.",
+    "pull docker://ubuntu:jammy/x@sha256:0123 and git+ssh://git@github.com:org/repo@v1.0",
+    "http://localhost:8080 or admin@example.com, postgres://db:5432/app then ping @ops",
+    "| name | type |\n|------|------|\n| token | string |\n| password | string |",
+    "| Token | Meaning |\n| :-- | --- |\n| `%d` | a digit |\n| `%s` | a string |",
+    "| field | password |\n|---|---|\n| required | yes |\n| storage | bcrypt |\n"
+    "| reset | `${RESET_URL}` |",
+    "| Option | Password policy |\n|---|---|\n| min length | twelve |",
+    "the mnemonic for this instruction is MOV and the seed phrase is never typed in chat",
+    "mnemonic: the assembly mnemonic that names the opcode when the instruction runs goes here",
+    "Seed phrase: write the words down on paper and keep them in a safe place at home",
+    "The certificate:\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ",
+    "pass the test, then pass it to the reviewer; the second pass is 2x slower",
+    "the boarding pass is ready and my pass is in the drawer",
+    "the token needs admin:read and repo:write scopes; kubectl uses system:admin:dev",
+    "root:x:0:0:root:/root:/bin/bash",
+    "login localhost:8080 and credentials aws:prod-2 for the staging profile",
 )

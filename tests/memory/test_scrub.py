@@ -125,6 +125,98 @@ def test_the_marker_never_looks_like_a_secret_to_upstream(kind: str, shape: str)
     assert detect_secrets("DB_PASSWORD=[REDACTED:password]") == ["secret_assignment"]
 
 
+def test_a_url_password_with_a_slash_or_a_space_goes_and_paths_with_an_at_stay() -> None:
+    # upstream's schemes lose the user too, so upstream's URL rule cannot match
+    assert scrub("postgres://app:pa/ss@db:5432/x").text == "postgres://:<redacted-password>@db:5432/x"
+    assert scrub("redis://:pw/x@cache:6379").text == "redis://:<redacted-password>@cache:6379"
+    assert scrub("https://user:p w@host/path").text == "https://user:<redacted-password>@host/path"
+    assert scrub("amqp://svc:a/b/c@mq").text == "amqp://svc:<redacted-password>@mq"
+    assert detect_secrets(scrub("mysql://root:s3cr/et!@localhost/db").text) == []
+    for text in ("https://host:8080/users/@me", "https://a.com:443/@user/post",
+                 "docker://image:tag/x@sha256:0123", "ftp://bob:${PASS}/x@h",
+                 "http://localhost:8080 or admin@example.com",
+                 "http://a:b two words@c.d", "https://x.y:1 2@z.w", "http://[::1]:8080/a@b"):
+        assert scrub(text).text == text, text
+
+
+def test_a_credentials_table_loses_only_its_secret_columns() -> None:
+    text = ("| env | user | password | api key | note |\n"
+            "|:----|------|----------|---------|------|\n"
+            "| prod | admin | Tq7x9#kL | q8Zr2LmK9pXw3TbN7vYc | rotate |\n"
+            "| dev | dev | - | none | `${DEV_PW}` |\n"
+            "| test | ci | `hunter22` | ask ops | ok |")
+    assert scrub(text).text == (
+        "| env | user | password | api key | note |\n"
+        "|:----|------|----------|---------|------|\n"
+        "| prod | admin | <redacted-password> | <redacted-api-key> | rotate |\n"
+        "| dev | dev | - | none | `${DEV_PW}` |\n"
+        "| test | ci | <redacted-password> | ask ops | ok |")
+    # the rows of a table end at its first line that is not a row
+    later = "| user | password |\n|---|---|\n| a | Tq7x9#kL |\n\nthen | b | c |"
+    assert scrub(later).text.endswith("| a | <redacted-password> |\n\nthen | b | c |")
+    assert scrub("| 用户 | 密码 |\n|---|---|\n| root | hunter22 |").text.endswith(
+        "| root | <redacted-password> |")
+    fields = ("| | username | password |\n|---|---|---|\n| type | string | string |\n"
+              "| required | yes | yes |\n| stored | plain | hashed |")
+    assert scrub(fields).text == fields
+
+
+def test_a_seed_phrase_loses_every_word_and_prose_keeps_its_own() -> None:
+    words = ["legal", "winner", "thank", "year", "wave", "sausage", "worth", "useful", "legal",
+             "winner", "thank", "yellow", "abandon", "ability", "able", "about", "above",
+             "absent", "absorb", "abstract", "absurd", "abuse", "access", "zoo"]
+    for count in (12, 15, 18, 21, 24):
+        phrase = " ".join(words[:count])
+        for label in ("seed phrase: ", "Mnemonic:\n", "my recovery phrase is ", "助记词：",
+                      "backup words = "):
+            result = scrub(f"{label}{phrase}\nkeep it offline")
+            assert result.text == f"{label}<redacted-seed-phrase>\nkeep it offline", result.text
+            assert result.findings == ["seed-phrase"]
+    # a longer run: the longest phrase in it goes, what follows is prose
+    assert scrub("seed phrase: " + " ".join(words) + " then").text == (
+        "seed phrase: <redacted-seed-phrase> then")
+    assert scrub("seed phrase: " + " ".join(words[:12]) + " keep it safe").text == (
+        "seed phrase: <redacted-seed-phrase> keep it safe")
+    for text in ("seed phrase: " + " ".join(words[:11]),  # too short
+                 "the mnemonic for this instruction is MOV",
+                 "mnemonic: the opcode name that the assembler reads from the source when this "
+                 "line runs",
+                 "mnemonic:\npush pop call ret jmp jne cmp test lea mov inc dec",
+                 "Seed phrase: Legal Winner Thank Year Wave Sausage Worth Useful Legal Winner "
+                 "Thank Yellow"):
+        assert scrub(text).text == text, text
+
+
+def test_a_bare_key_body_goes_and_a_certificate_stays() -> None:
+    body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    rest = ["QyNTUxOQAAACBQ5Ywb4wLkCjZbCpBvBvE9uYcC5Mbk9ZNm9XbVY6xYlQAAAJg4q1yDOKtc",
+            "AAAAC3NzaC1lZDI1NTE5AAAAIFDljBvjAuQKNlsKkG8G8T25hwLkxuT1k2b1dtVjrFiV", "AAAA=="]
+    text = "id_ed25519:\n" + "\n".join([body, *rest]) + "\nchmod 600 it"
+    assert scrub(text).text == "id_ed25519:\n<redacted-private-key>\nchmod 600 it"
+    der = "MIIEowIBAAKCAQEA" + "q8Zr2LmK9pXw3TbN7vYc" * 3
+    assert scrub(f"the private key:\n{der}\n{der[4:]}\ndone").text == (
+        "the private key:\n<redacted-private-key>\ndone")
+    assert scrub(f"private_key = {der}").text == "private_key = <redacted-private-key>"
+    for text in (f"the certificate:\n{der}", f"public key:\n{der}", f"{der}\n{der}"):
+        assert scrub(text).text == text, text
+
+
+def test_passwords_in_prose_without_a_key() -> None:
+    for text, expected in (
+            ("the wifi pass is hunter22!", "the wifi pass is <redacted-password>!"),
+            ("our router pass was Xk29vv now", "our router pass was <redacted-password> now"),
+            ("login admin:Tr0ub4dor&3", "login admin:<redacted-password>"),
+            ("log in as admin:admin", "log in as admin:<redacted-password>"),
+            ("try root:Hunter22!x first", "try root:<redacted-password> first"),
+            ("pw: hunter22", "pw: <redacted-password>")):
+        assert scrub(text).text == expected, text
+    for text in ("pass the test", "the second pass is 2x slower", "the boarding pass is ready",
+                 "my pass is valid", "the token needs admin:read and repo:write",
+                 "admin:orgHook2 scope", "login localhost:8080", "root:x:0:0:root:/root:/bin/sh",
+                 "pw: 10ms", "credentials aws:prod-2", "kubectl uses system:admin:Dev2!x"):
+        assert scrub(text).text == text, text
+
+
 def test_a_redacted_database_url_survives_a_port_and_a_later_at_sign() -> None:
     text = "use postgres://app:S3cr3tPassw0rd@db.internal:5432/app and ping @oncall or a@b.c"
     scrubbed = scrub(text, "redact").text

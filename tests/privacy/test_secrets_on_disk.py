@@ -559,3 +559,53 @@ def test_hooks_through_the_resident_server_keep_secrets_off_disk(
     stop_server(data_dir)
     assert not served.state().running
     assert_nothing_on_disk(isolated_env, list(paths.values()))
+
+
+# ─── The scrubber's long tail, end to end ──────────────────────────────────
+
+def test_long_tail_shapes_remembered_never_reach_disk(make_repo, isolated_env: Path,
+                                                       data_dir: Path) -> None:
+    """A JWT wrapped at its dots, a URL password with a `/`, a table of credentials, a
+    seed phrase, a bare OpenSSH key body and a password in prose, each through
+    `mnemo remember`: none of it is in any file afterwards."""
+    from tests.corpus.secrets import SEED_24
+
+    configure()
+    repo = bind_repo(make_repo("app")).path
+    pick = random.Random("mnemo-long-tail")
+    alnum = string.ascii_letters + string.digits
+
+    def draw(n: int) -> str:
+        return "".join(pick.choice(alnum) for _ in range(n))
+
+    head, body, signature = "eyJhbGciOiJIUzI1NiJ9", "eyJzdWIiOi" + draw(30), draw(43)
+    url_password = "pa/" + draw(14)
+    table_password = draw(12) + "#"
+    ssh_body = ["b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB" + draw(18)] + [
+        draw(70) for _ in range(3)]
+    wifi = "hunter" + draw(6) + "7!"
+    notes = {
+        "tail-jwt": f"tail-jwt the token is\n{head}.\n{body}.\n{signature}\nuse it",
+        "tail-url": f"tail-url DATABASE_URL=postgres://app:{url_password}@db:5432/x",
+        "tail-table": f"tail-table\n\n| user | password |\n|---|---|\n| admin | {table_password} |",
+        "tail-seed": f"tail-seed recovery phrase: {SEED_24}",
+        "tail-ssh": "tail-ssh my key file:\n" + "\n".join(ssh_body) + "\nthat is all",
+        "tail-prose": f"tail-prose the wifi pass is {wifi} for guests",
+    }
+    for note in notes.values():
+        ok("remember", note, cwd=repo)
+    kinds = {"tail-jwt": "jwt", "tail-url": "password", "tail-table": "password",
+             "tail-seed": "seed-phrase", "tail-ssh": "private-key", "tail-prose": "password"}
+    for tag, kind in kinds.items():
+        assert_redacted(texts_with(data_dir, tag), tag, (kind,))
+    needles = [body[10:], signature, url_password[3:], table_password[:-1], wifi[6:-2],
+               ssh_body[0][-18:], *ssh_body[1:]]
+    seed_words = SEED_24.split()
+    for path in disk_files(isolated_env):
+        blob = read(path)
+        lowered = blob.lower()
+        for needle in needles:
+            assert needle.lower().encode() not in lowered, (path, needle)
+        # the seed phrase: no run of three of its words, in any file
+        for i in range(len(seed_words) - 2):
+            assert " ".join(seed_words[i:i + 3]).encode() not in blob, (path, i)
