@@ -2134,6 +2134,8 @@ def _redact_tables(text: str, findings: list[str]) -> str:
                                 else _CJK_KINDS.get(name[:2], "key")))
         index += 1
         if not columns:
+            if len(_table_cells(heading) or ()) == 2:
+                index = _key_value_rows(lines, index, offsets, spans)
             continue  # the next rule line is looked for from here
         while index < len(lines):
             cells = _table_cells(lines[index])
@@ -2148,6 +2150,33 @@ def _redact_tables(text: str, findings: list[str]) -> str:
                                            marker(kind), kind))
             index += 1
     return _apply(text, spans, findings)
+
+
+def _key_value_rows(lines: list[str], index: int, offsets: list[int],
+                    spans: list[_Span]) -> int:
+    """A two-column table of settings (`| key | value |`): a row whose first cell names
+    a secret (`password`, `DB_PASSWORD`, `api key`) has it in its second.  A password
+    there must hold a digit or a symbol, so that a row that describes the field
+    (`| password | required |`) keeps its word.  Returns the first line after the rows."""
+    while index < len(lines):
+        line = lines[index]
+        cells = _table_cells(line)
+        if cells is None:
+            break
+        if len(cells) == 2:
+            name = _lower(line[cells[0][0]:cells[0][1]]).strip("`*_ ")
+            if _TABLE_HEADER.fullmatch(name):
+                kind = (_kind_for_key(name.replace(" ", "_")) if name.isascii()
+                        else _CJK_KINDS.get(name[:2], "key"))
+                start, end = cells[1]
+                value = line[start:end]
+                password = kind == "password"
+                if _table_secret(value, password) and (
+                        not password or not value.strip("`*_").isalpha()):
+                    spans.append(_Span(offsets[index] + start, offsets[index] + end,
+                                       marker(kind), kind))
+        index += 1
+    return index
 
 
 # ─── Credential pairs ──────────────────────────────────────────────────────

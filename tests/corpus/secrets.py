@@ -682,6 +682,13 @@ SECRETS: tuple[Secret, ...] = (
        keep=("| stripe |",)),
     _s("markdown-table-zh-password", "table", "| 环境 | 账号 | 密码 |\n| --- | --- | --- |\n"
        "| 测试 | root | {v} |", "hunter" + fake("tablezh", 3, DIGITS), keep=("| 测试 | root |",)),
+    # A two-column table of settings: the row's key names the secret.
+    _s("markdown-key-value-password", "table",
+       "| key | value |\n|---|---|\n| host | db.internal |\n| password | {v} |",
+       "Hunter" + fake("kvpw", 4, DIGITS), keep=("| host | db.internal |", "| password |")),
+    _s("markdown-key-value-env-secret", "table",
+       "| Setting | Value |\n| --- | --- |\n| DB_PASSWORD | {v} |\n| PORT | 5432 |",
+       fake("kvenv", 10) + "!", keep=("| PORT | 5432 |", "| DB_PASSWORD |")),
     # A wallet's seed phrase under its label.
     _s("seed-phrase-12", "seed", "my wallet seed phrase: {v}. keep it offline", SEED_12,
        needle=SEED_12.split(" ", 6)[-1], keep=("keep it offline",)),
@@ -886,6 +893,8 @@ BENIGN: tuple[str, ...] = (
     "| field | password |\n|---|---|\n| required | yes |\n| storage | bcrypt |\n"
     "| reset | `${RESET_URL}` |",
     "| Option | Password policy |\n|---|---|\n| min length | twelve |",
+    "| key | value |\n|---|---|\n| password | required |\n| token | see the vault |\n"
+    "| api key | `${API_KEY}` |\n| password | - |\n| password | string |",
     "the mnemonic for this instruction is MOV and the seed phrase is never typed in chat",
     "mnemonic: the assembly mnemonic that names the opcode when the instruction runs goes here",
     "Seed phrase: write the words down on paper and keep them in a safe place at home",
