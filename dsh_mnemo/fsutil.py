@@ -254,27 +254,50 @@ def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Itera
     """An exclusive `flock` on `path`, waiting at most `timeout` seconds.
 
     The kernel drops the lock when the holder dies, so a killed process never
-    leaves a stale lock behind.
+    leaves a stale lock behind.  A lock file that a sweep removed (or replaced)
+    while this process waited on it locks nothing any more: the lock is taken
+    again on the file now at `path`, so that two processes never both hold
+    "the" lock on two files of one name.
     """
     make_dirs(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise BusyError(
+                            f"the {what} at {path} is held by another mnemo process",
+                            hint="Try again in a moment.") from None
+                    time.sleep(0.02)
+            if not _still_at(fd, path):
+                os.close(fd)
+                fd = -1
+                continue
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+        try:
+            yield
+        finally:
+            os.close(fd)
+        return
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Is the file open as `fd` the one at `path` (not removed or replaced since)?"""
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise BusyError(
-                        f"the {what} at {path} is held by another mnemo process",
-                        hint="Try again in a moment.") from None
-                time.sleep(0.02)
-        yield
-    finally:
-        os.close(fd)
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def try_lock(path: Path) -> int | None:

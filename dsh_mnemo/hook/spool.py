@@ -589,7 +589,24 @@ def sweep(base: Path, *, older_than_ms: int = FORGET_AFTER_MS) -> int:
             if child.suffix == ".json" and not _has_turns(child):
                 child.unlink()  # only a count of captured turns was left
                 removed += 1
-            elif child.suffix == ".lock" and not child.with_suffix(".json").exists():
-                child.unlink()
+            elif child.suffix == ".lock" and _remove_idle_lock(child):
                 removed += 1
     return removed
+
+
+def _remove_idle_lock(path: Path) -> bool:
+    """Remove a session's lock file that no spool goes with, only while nobody holds
+    it (a hook that opened it meanwhile takes its lock again on the new file:
+    `fsutil.file_lock`)."""
+    from ..fsutil import release_lock, try_lock
+
+    fd = try_lock(path)
+    if fd is None:
+        return False  # a hook of that session is at work
+    try:
+        if path.with_suffix(".json").exists():
+            return False
+        path.unlink()
+        return True
+    finally:
+        release_lock(fd)

@@ -658,3 +658,68 @@ def test_a_context_that_cannot_be_resolved_is_resolved_and_logged_once(
     assert len(lines) == 1 and "query vector: " in lines[0] and "Input/output error" in lines[0]
     run.failed("capture", OSError("another problem"))  # a different failure is logged too
     assert len((tmp_path / "logs" / "hook.log").read_text().splitlines()) == 2
+
+
+def test_a_lock_file_swept_while_a_hook_waits_on_it_is_locked_again(tmp_path: Path) -> None:
+    """A hook opened a session's lock file and waits for it; the sweep removes the file
+    (its session silent for hours) and another hook creates a new one and locks it.
+    When the first gets its lock, on a file no longer there, it must take the lock
+    again on the file now at that name instead of running beside the second."""
+    import threading
+
+    from dsh_mnemo.fsutil import file_lock
+
+    path = tmp_path / "spool" / "s.lock"
+    inside: list[str] = []
+    first_holds, let_first_go, second_holds = (threading.Event(), threading.Event(),
+                                               threading.Event())
+    let_second_go = threading.Event()
+
+    def holder() -> None:
+        with file_lock(path, timeout=10):
+            first_holds.set()
+            let_first_go.wait(10)
+
+    def waiter() -> None:
+        with file_lock(path, timeout=10):
+            inside.append("waiter")
+
+    def newcomer() -> None:
+        with file_lock(path, timeout=10):
+            inside.append("newcomer in")
+            second_holds.set()
+            let_second_go.wait(10)
+            inside.append("newcomer out")
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    assert first_holds.wait(10)
+    threads.append(threading.Thread(target=waiter))
+    threads[1].start()
+    time.sleep(0.2)  # the waiter has opened the file and polls for its lock
+    path.unlink()  # the sweep
+    threads.append(threading.Thread(target=newcomer))
+    threads[2].start()
+    assert second_holds.wait(10)
+    let_first_go.set()
+    time.sleep(0.3)  # the waiter now gets the old file's lock, which locks nothing
+    assert inside == ["newcomer in"]
+    let_second_go.set()
+    for thread in threads:
+        thread.join(10)
+    assert inside == ["newcomer in", "newcomer out", "waiter"]
+
+
+def test_the_sweep_leaves_a_lock_file_a_hook_holds(tmp_path: Path) -> None:
+    from dsh_mnemo.fsutil import file_lock
+    from dsh_mnemo.hook.spool import sweep
+
+    held, idle = tmp_path / "spool" / "held.lock", tmp_path / "spool" / "idle.lock"
+    idle.parent.mkdir(parents=True)
+    idle.write_bytes(b"")
+    with file_lock(held):
+        old = 1_000_000_000
+        for path in (held, idle):
+            os.utime(path, (old, old))
+        assert sweep(tmp_path) == 1
+        assert held.exists() and not idle.exists()
