@@ -2045,6 +2045,86 @@ def _markup(match: re.Match[str], text: str) -> tuple[int, int, str, str] | None
     return start, end, marker(kind), kind
 
 
+# A secret's value held on the lines after its key: a YAML block scalar
+# (`password: |`, `api_key: >-`), a triple-quoted string (`API_KEY = """`), string
+# pieces in parentheses (`SECRET = (`), a shell line continued with a backslash, or
+# a JSON value on the next line (`"password":` then `"…"`).  The key names a
+# secret; the value is taken only when it reads as one (a password: one word;
+# another secret: random-looking once its pieces are joined), so a block that
+# describes the field keeps its prose.  Looked for only when the text holds such
+# an opener.
+_HELD_OPENERS = (": |", ":|", ": >", ":>", '"""', "'" * 3, "= (", "=(", "\\\n", '":\n',
+                 '":\r\n')
+_HELD_WORDS = ("pass", "pwd", "secret", "token", "key", "cred")
+_HELD_OPENER = lazy(
+    r"(?im)^(?:\[[a-z]{2,12}\][ \t]+)?(?P<indent>[ \t]*)(?:export[ \t]+)?"
+    r"(?:[^\n]{0,200}?[{,][ \t]*)?[\"']?"
+    r"(?P<key>[a-z0-9_.-]{0,40}?"
+    r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|private[_-]?key|"
+    r"access[_-]?key|credentials?))[\"']?[ \t]*[:=][ \t]*"
+    r"(?P<open>[|>][-+]?|\"\"\"|'''|\(|\\|)[ \t]*\r?$")
+_HELD_LINES = 40
+
+
+def _redact_held(text: str, findings: list[str]) -> str:
+    if "\n" not in text or not any(opener in text for opener in _HELD_OPENERS):
+        return text
+    lowered = _lower(text)
+    if not any(word in lowered for word in _HELD_WORDS):
+        return text
+    spans = [span for match in _HELD_OPENER.finditer(text)
+             if (span := _held_span(text, match)) is not None]
+    return _apply(text, spans, findings)
+
+
+def _held_span(text: str, match: re.Match[str]) -> _Span | None:
+    opener, indent = match.group("open"), len(match.group("indent").expandtabs())
+    lines = text[match.end():].split("\n", _HELD_LINES + 1)[1:_HELD_LINES + 1]
+    at = match.end() + 1  # where `lines[0]` starts
+    kept: list[tuple[int, int]] = []  # (start, end) of each line's content
+    for line in lines:
+        body = line.rstrip("\r")
+        stripped = body.strip()
+        lead = len(body) - len(body.lstrip())
+        if opener in ('"""', "'" * 3):
+            close = body.find(opener)
+            if close >= 0:
+                if body[:close].strip():
+                    kept.append((at + lead, at + len(body[:close].rstrip())))
+                break
+        elif opener == "(":
+            if stripped.startswith(")"):
+                break
+        elif opener[:1] in ("|", ">"):
+            if stripped and len(body[:lead].expandtabs()) <= indent:
+                break
+        elif not stripped:
+            break
+        if stripped:
+            kept.append((at + lead, at + lead + len(stripped)))
+        if opener in ("\\", ""):
+            break  # one line: the continued command's, or the JSON value
+        at += len(line) + 1
+    if not kept:
+        return None
+    start, end = kept[0][0], kept[-1][1]
+    value = text[start:end]
+    if opener == "":
+        quoted = value.rstrip(",}] \t")
+        if len(quoted) < 3 or quoted[0] not in "\"'" or quoted[-1] != quoted[0]:
+            return None  # JSON wants a quoted value here; YAML's nested keys are none
+        start, end, value = start + 1, start + len(quoted) - 1, quoted[1:-1]
+    pieces = "".join(piece.strip("\"'` ,+") for piece in value.split("\n"))
+    kind = _kind_for_key(match.group("key"))
+    if not pieces or _is_placeholder(pieces) or pieces.startswith(("${", "$(", "{{")):
+        return None
+    if kind == "password":
+        secret = " " not in pieces and len(pieces) >= 3 and pieces.lower() not in _STOPWORDS
+    else:
+        secret = " " not in pieces and (_looks_random(pieces) or _random_token(pieces))
+    return _Span(start, end, marker(kind), kind) if secret else None
+
+
 def _redact_markup(text: str, findings: list[str]) -> str:
     lowered = _lower(text)
     if "</" in lowered:
@@ -2653,6 +2733,7 @@ def _redact(text: str, findings: list[str]) -> str:
     text = _redact_named(text, findings)
     text = _redact_flags(text, findings)
     text = _redact_markup(text, findings)
+    text = _redact_held(text, findings)
     text = _redact_phrases(text, findings)
     text = _redact_pairs(text, findings)
     return _net(text, findings)

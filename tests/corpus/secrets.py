@@ -689,6 +689,20 @@ SECRETS: tuple[Secret, ...] = (
     _s("markdown-key-value-env-secret", "table",
        "| Setting | Value |\n| --- | --- |\n| DB_PASSWORD | {v} |\n| PORT | 5432 |",
        fake("kvenv", 10) + "!", keep=("| PORT | 5432 |", "| DB_PASSWORD |")),
+    # A value held on the lines after its key.
+    _s("yaml-block-scalar-password", "held", "db:\n  password: |\n    {v}\n  user: app",
+       "Hunter" + fake("heldyaml", 5, DIGITS), keep=("db:\n  password: |", "  user: app")),
+    _s("yaml-folded-api-key", "held", "api_key: >-\n  {v}\nregion: eu", fake("heldfold", 32),
+       keep=("region: eu",)),
+    _s("python-triple-quoted-key", "held", 'API_KEY = """\n{v}\n"""\nDEBUG = True',
+       fake("heldtriple", 30), keep=("DEBUG = True",)),
+    _s("python-parenthesised-secret", "held",
+       'SECRET = (\n    "{v}"\n    "{v}"\n)', fake("heldparen", 18),
+       keep=("SECRET = (",)),
+    _s("json-value-on-next-line", "held", '{{"user": "app", "password":\n  "{v}"}}',
+       fake("heldjson", 8) + "!", keep=('"user": "app"',)),
+    _s("shell-continued-password", "held", "export DB_PASS=\\\n  {v}\nmake migrate",
+       fake("heldsh", 10) + "#", keep=("make migrate",)),
     # A wallet's seed phrase under its label.
     _s("seed-phrase-12", "seed", "my wallet seed phrase: {v}. keep it offline", SEED_12,
        needle=SEED_12.split(" ", 6)[-1], keep=("keep it offline",)),
@@ -893,6 +907,10 @@ BENIGN: tuple[str, ...] = (
     "| field | password |\n|---|---|\n| required | yes |\n| storage | bcrypt |\n"
     "| reset | `${RESET_URL}` |",
     "| Option | Password policy |\n|---|---|\n| min length | twelve |",
+    "token: |\n  The token the CI uses to publish;\n  rotate it yearly.\nname: x",
+    'password = (\n    "Enter your password"\n)\nAPI_KEY = (\n    settings.API_KEY\n)',
+    'token = """\n    Returns the token.\n"""\nsecret: |\n  {{ .Values.secret }}',
+    '"token":\n  null,\n"api_key":\n  "${API_KEY}"',
     "| key | value |\n|---|---|\n| password | required |\n| token | see the vault |\n"
     "| api key | `${API_KEY}` |\n| password | - |\n| password | string |",
     "the mnemonic for this instruction is MOV and the seed phrase is never typed in chat",
