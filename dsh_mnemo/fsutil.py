@@ -262,33 +262,35 @@ def file_lock(path: Path, *, timeout: float = 10.0, what: str = "lock") -> Itera
     make_dirs(path.parent)
     deadline = time.monotonic() + timeout
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                    if time.monotonic() >= deadline:
-                        raise BusyError(
-                            f"the {what} at {path} is held by another mnemo process",
-                            hint="Try again in a moment.") from None
-                    time.sleep(0.02)
-            if not _still_at(fd, path):
-                os.close(fd)
-                fd = -1
-                continue
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            raise
-        try:
-            yield
-        finally:
-            os.close(fd)
-        return
+        fd = _wait_for_lock(path, deadline, what)
+        if _still_at(fd, path):
+            break
+        os.close(fd)  # swept while this process waited: lock the file there now
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def _wait_for_lock(path: Path, deadline: float, what: str) -> int:
+    """An fd of the file at `path`, exclusively locked, waiting until `deadline`."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise BusyError(
+                        f"the {what} at {path} is held by another mnemo process",
+                        hint="Try again in a moment.") from None
+                time.sleep(0.02)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _still_at(fd: int, path: Path) -> bool:
