@@ -2178,6 +2178,12 @@ def _table_cells(line: str) -> list[tuple[int, int]] | None:
         at = bar + 1
 
 
+def _table_kind(name: str) -> str:
+    """The kind of secret a table cell that `_TABLE_HEADER` matched names."""
+    return (_kind_for_key(name.replace(" ", "_")) if name.isascii()
+            else _CJK_KINDS.get(name[:2], "key"))
+
+
 def _table_secret(value: str, password: bool) -> bool:
     core = value.strip("`*_")
     if (not core or core.lower() in _TABLE_MARKS or core.lower() in _PASSWORD_SCHEMES
@@ -2210,8 +2216,7 @@ def _redact_tables(text: str, findings: list[str]) -> str:
         for number, (start, end) in enumerate(_table_cells(heading) or ()):
             name = _lower(heading[start:end]).strip("`*_ ")
             if _TABLE_HEADER.fullmatch(name):
-                columns.append((number, _kind_for_key(name.replace(" ", "_")) if name.isascii()
-                                else _CJK_KINDS.get(name[:2], "key")))
+                columns.append((number, _table_kind(name)))
         index += 1
         if not columns:
             if len(_table_cells(heading) or ()) == 2:
@@ -2246,8 +2251,7 @@ def _key_value_rows(lines: list[str], index: int, offsets: list[int],
         if len(cells) == 2:
             name = _lower(line[cells[0][0]:cells[0][1]]).strip("`*_ ")
             if _TABLE_HEADER.fullmatch(name):
-                kind = (_kind_for_key(name.replace(" ", "_")) if name.isascii()
-                        else _CJK_KINDS.get(name[:2], "key"))
+                kind = _table_kind(name)
                 start, end = cells[1]
                 value = line[start:end]
                 password = kind == "password"
