@@ -530,31 +530,43 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> None:
     pytest.fail(f"process {pid} still runs after {timeout:g}s")
 
 
-def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_frees(
-        served: Served) -> None:
-    """The conversation is over, so no later hook would store it: the server retries."""
+def hold_the_bank(served: Served, session: str) -> Any:
+    """A server, a first turn of `session` stored, then the bank's write lock held by
+    another writer (`mnemo sleep --all` from cron, say).  Returns the call that lets
+    it go 7 s later, past upstream's 5 s busy timeout, so the stores meanwhile are
+    sent back."""
     import sqlite3
 
     start(served)
-    served.call("prompt", session="lk", text="Where is the changelog?")
-    served.call("turn-end", session="lk", text="In docs/CHANGELOG.md.")
+    served.call("prompt", session=session, text="Where is the changelog?")
+    served.call("turn-end", session=session, text="In docs/CHANGELOG.md.")
     served.settle()
     db = served.repo.db(served.data)
     assert db.exists()
     holder = sqlite3.connect(db, timeout=0, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")  # another writer holds the bank's write lock
-    released = threading.Event()
+    holder.execute("BEGIN IMMEDIATE")
 
     def release_later() -> None:
-        time.sleep(7.0)  # past upstream's 5 s busy timeout: the store is sent back
-        holder.rollback()
-        released.set()
+        released = threading.Event()
 
+        def release() -> None:
+            time.sleep(7.0)
+            holder.rollback()
+            released.set()
+
+        threading.Thread(target=release, daemon=True).start()
+        assert released.wait(15)
+    return release_later
+
+
+def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_frees(
+        served: Served) -> None:
+    """The conversation is over, so no later hook would store it: the server retries."""
+    release_later = hold_the_bank(served, "lk")
     served.call("prompt", session="lk", text="Which license do we use?")
     answered = served.call("turn-end", session="lk", text="Apache-2.0.")
     assert answered.returncode == 0 and answered.seconds < 2.0  # acknowledged, not stored
-    threading.Thread(target=release_later, daemon=True).start()
-    assert released.wait(15)
+    release_later()
     served.settle(timeout=60)
     rows = served.contents()
     assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
@@ -565,27 +577,11 @@ def test_a_turn_end_that_meets_a_locked_bank_is_stored_by_the_server_once_it_fre
 def test_a_session_end_that_meets_a_locked_bank_keeps_its_turn_until_the_server_stores_it(
         served: Served) -> None:
     """The session is over: its end must not close the spool on a turn it could not store."""
-    import sqlite3
-
-    start(served)
-    served.call("prompt", session="se", text="Where is the changelog?")
-    served.call("turn-end", session="se", text="In docs/CHANGELOG.md.")
-    served.settle()
-    db = served.repo.db(served.data)
-    holder = sqlite3.connect(db, timeout=0, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")  # `mnemo sleep --all` from cron, say
-    released = threading.Event()
-
-    def release_later() -> None:
-        time.sleep(7.0)  # past upstream's 5 s busy timeout: the store is sent back
-        holder.rollback()
-        released.set()
-
+    release_later = hold_the_bank(served, "se")
     served.call("prompt", session="se", text="Which license do we use?")
     ended = served.call("session-end", session="se")
     assert ended.returncode == 0
-    threading.Thread(target=release_later, daemon=True).start()
-    assert released.wait(15)
+    release_later()
     served.settle(timeout=60)
     rows = served.contents()
     assert rows.count("[USER] Which license do we use?") == 1, (rows, served.log())
