@@ -57,12 +57,12 @@ from .banks import (
     candidate_digest,
     candidate_text,
     column_names,
-    connect_readonly,
     count,
     rows,
     summary_ids,
     translate_sqlite_errors,
 )
+from .banks import reader as banks_reader
 from .targets import Target
 from .upstream_import import quiet_upstream_import
 
@@ -1093,16 +1093,14 @@ def _forget_candidates_elsewhere(memory_id: str, base: Path | None) -> int:
         if bank == paths.GLOBAL_BANK:
             continue
         with translate_sqlite_errors(db):
-            reader = connect_readonly(db)
-            if reader is None:
-                continue
-            try:
-                linked = reader.execute(f"SELECT 1 FROM {CANDIDATES} WHERE memory_id = ? "
-                                        "LIMIT 1", (memory_id,)).fetchone()
-            except sqlite3.OperationalError:
-                linked = None  # no candidate was ever filed in this bank
-            finally:
-                reader.close()
+            with banks_reader(db) as reader:
+                if reader is None:
+                    continue
+                try:
+                    linked = reader.execute(f"SELECT 1 FROM {CANDIDATES} WHERE memory_id = ? "
+                                            "LIMIT 1", (memory_id,)).fetchone()
+                except sqlite3.OperationalError:
+                    linked = None  # no candidate was ever filed in this bank
             if not linked:
                 continue
             conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_SECONDS)
@@ -1110,10 +1108,7 @@ def _forget_candidates_elsewhere(memory_id: str, base: Path | None) -> int:
                 conn.execute("PRAGMA secure_delete = ON")
                 changed += _forget_candidates(conn, memory_id, set(), "")
                 conn.commit()
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except sqlite3.Error:
-                    pass  # another connection holds the WAL; its next checkpoint overwrites it
+                _checkpoint_wal(conn)
             finally:
                 conn.close()
     return changed
@@ -1289,6 +1284,11 @@ def _purge_freed_text(conn: sqlite3.Connection) -> None:
         except sqlite3.Error:
             continue
     conn.commit()
+    _checkpoint_wal(conn)
+
+
+def _checkpoint_wal(conn: sqlite3.Connection) -> None:
+    """Fold the WAL into the bank and empty it, so freed text leaves the WAL file."""
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except sqlite3.Error:
