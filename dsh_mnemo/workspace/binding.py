@@ -46,7 +46,8 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     top of the git work tree; see `context.hint_root_for`, which the bind
     hint and `--decline` use too), else the current directory itself.  An
     explicit `path` is bound as given, so a sub-project can have its own
-    workspace.
+    workspace (a git submodule too, though it shares its superproject's
+    memory while unbound).
 
     Idempotent: a directory inside a bound workspace reports it ("already
     bound") and adopts its marker into the index.  A broken marker on the
@@ -55,6 +56,10 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     index = index or Index()
     root = identity.check_bindable(path if path is not None else Path.cwd())
     location = identity.find_workspace(root)
+    if path is not None and location.found and location.submodule_top is not None:
+        # Named on purpose: the submodule gets a memory of its own instead of
+        # sharing its superproject's.
+        location = identity.Location(start=root, problems=location.problems)
     if not location.found:
         _refuse_broken_marker(location)
         if path is None and hint_root_for(location) != root:

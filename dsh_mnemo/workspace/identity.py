@@ -157,6 +157,9 @@ class Location:
     via_worktree: Path | None = None  # main work tree whose marker was used
     main_worktree: Path | None = None  # for a linked worktree: its main work tree
     git_top: Path | None = None  # top of the enclosing git work tree, if any
+    # The top of the submodule `start` is in, when the walk went on past it into its
+    # superproject (an unbound submodule is part of its superproject's checkout).
+    submodule_top: Path | None = None
     stopped_at: str = "root"  # "marker" | "git-top" | "home" | "root"
     problems: list[MarkerProblem] = field(default_factory=list)
 
@@ -192,6 +195,32 @@ def _main_worktree(git_file: Path) -> Path | None:
     return common.parent
 
 
+def _superproject(git_file: Path, top: Path) -> Path | None:
+    """For a submodule's `.git` file (`gitdir: <super>/.git/modules/<name>`), the
+    superproject's work tree when it encloses `top`; None for anything else."""
+    try:
+        text = git_file.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    line = text.splitlines()[0] if text else ""
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = Path(line[len("gitdir:"):].strip())
+    if not gitdir.is_absolute():
+        gitdir = top / gitdir
+    try:
+        parts = gitdir.resolve().parts
+    except (OSError, RuntimeError):
+        return None
+    for i in range(len(parts) - 1):
+        if parts[i] == ".git" and parts[i + 1] == "modules":
+            superproject = Path(*parts[:i])
+            if superproject != top and superproject in top.parents:
+                return superproject
+            return None
+    return None
+
+
 def _check_marker(directory: Path, location: Location) -> bool:
     marker = directory / MARKER_NAME
     if not (marker.exists() or marker.is_symlink()):
@@ -212,7 +241,10 @@ def find_workspace(start: Path) -> Location:
 
     Stops at the top of the enclosing git work tree (checked, then not
     crossed), at `$HOME` and at `/` (neither may hold a workspace).  A linked
-    worktree without its own marker resolves through its main work tree.
+    worktree without its own marker resolves through its main work tree; an
+    unbound git submodule is part of its superproject (the walk goes on up to
+    the superproject's top); any other nested repository is a project of its
+    own.
     An invalid marker is reported in `problems` and the walk goes on.
     """
     try:
@@ -237,14 +269,23 @@ def find_workspace(start: Path) -> Location:
             return location
         git_entry = current / ".git"
         if git_entry.exists():
-            location.git_top = current
-            location.stopped_at = "git-top"
             if git_entry.is_file():
                 main = _main_worktree(git_entry)
+                if main is None and _superproject(git_entry, current) is not None:
+                    # An unbound submodule: its superproject's memory, as for any
+                    # other directory of that checkout (a bound submodule won above).
+                    location.submodule_top = location.submodule_top or current
+                    current = current.parent
+                    continue
+                location.git_top = current
+                location.stopped_at = "git-top"
                 if main is not None and main != current:
                     location.main_worktree = main
                     if _check_marker(main, location):
                         location.via_worktree = main
+                return location
+            location.git_top = current
+            location.stopped_at = "git-top"
             return location
         current = current.parent
 

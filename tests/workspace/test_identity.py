@@ -376,19 +376,75 @@ def test_linked_worktree_reports_a_broken_main_marker(make_repo, projects: Path)
     assert [p.path for p in location.problems] == [str(main / MARKER)]
 
 
-def test_submodule_like_git_file_without_commondir_does_not_inherit(make_repo) -> None:
-    parent = make_repo("parent")
-    write_marker_file(parent, UUID)
-    module_gitdir = parent / ".git" / "modules" / "lib"
-    module_gitdir.mkdir(parents=True)
-    (module_gitdir / "HEAD").write_text("ref: refs/heads/main\n")
-    sub = parent / "lib"
-    sub.mkdir()
-    (sub / ".git").write_text("gitdir: ../.git/modules/lib\n")
+def _submodule_setup(make_repo, projects: Path) -> tuple[Path, Path]:
+    """`app` with the repository `lib` added as the submodule `vendor/lib` (real git)."""
+    lib = make_repo("lib")
+    (lib / "lib.txt").write_text("l")
+    commit_all(lib)
+    app = make_repo("app")
+    (app / "app.txt").write_text("a")
+    commit_all(app)
+    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "vendor/lib")
+    sub = app / "vendor" / "lib"
+    assert (sub / ".git").is_file()
+    return app, sub
+
+
+def test_an_unbound_submodule_resolves_through_its_superproject(make_repo,
+                                                                projects: Path) -> None:
+    app, sub = _submodule_setup(make_repo, projects)
+    write_marker_file(app, UUID)
+    (sub / "src").mkdir()
+    location = find_workspace(sub / "src")
+    assert location.found
+    assert location.workspace_uuid == UUID
+    assert location.root == app
+    assert location.submodule_top == sub
+    assert location.git_top == app
+
+
+def test_an_unbound_submodule_of_an_unbound_superproject_hints_at_the_superproject(
+        make_repo, projects: Path) -> None:
+    from dsh_mnemo.workspace.context import hint_root_for
+
+    app, sub = _submodule_setup(make_repo, projects)
     location = find_workspace(sub)
     assert not location.found
-    assert location.git_top == sub
-    assert location.via_worktree is None
+    assert location.git_top == app
+    assert hint_root_for(location) == app
+
+
+def test_a_bound_submodule_keeps_its_own_memory(make_repo, projects: Path) -> None:
+    app, sub = _submodule_setup(make_repo, projects)
+    write_marker_file(app, UUID)
+    own = write_marker_file(sub)
+    location = find_workspace(sub)
+    assert location.workspace_uuid == own
+    assert location.root == sub
+    assert location.submodule_top is None
+
+
+def test_binding_a_submodule_by_name_gives_it_its_own_memory(make_repo,
+                                                             projects: Path) -> None:
+    from dsh_mnemo.workspace import binding
+
+    app, sub = _submodule_setup(make_repo, projects)
+    write_marker_file(app, UUID)
+    result = binding.bind(sub)
+    assert result.status == "bound"
+    assert result.root == str(sub)
+    assert marker_uuid(sub) != UUID
+    assert find_workspace(sub).root == sub
+
+
+def test_a_nested_repository_that_is_not_a_submodule_is_its_own_project(make_repo) -> None:
+    parent = make_repo("parent")
+    write_marker_file(parent, UUID)
+    inner = git_init(parent / "third_party" / "clone")
+    location = find_workspace(inner)
+    assert not location.found
+    assert location.git_top == inner
 
 
 @pytest.mark.parametrize("content", ["", "not a gitdir line\n", "gitdir: /does/not/exist\n"])

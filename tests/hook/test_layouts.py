@@ -1,0 +1,58 @@
+"""Real developer layouts and session lifecycles, through the hooks (real storage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_mnemo.workspace import binding
+from tests.conftest import bind_repo
+from tests.hook.conftest import (
+    all_rows,
+    injected_text,
+    payload,
+    run_inprocess,
+    user_rows,
+)
+from tests.workspace.conftest import commit_all, git
+
+pytestmark = pytest.mark.usefixtures("roomy_deadline")
+
+DEPLOY = "We deploy with make release, never by hand on Fridays"
+QUESTION = "how do we deploy a release?"
+
+
+def turn(harness: str, cwd: Path, prompt: str, reply: str = "Sure.",
+         session: str = "s1") -> str:
+    out = run_inprocess("prompt", harness, payload(harness, "prompt", cwd=cwd, session=session,
+                                                   prompt=prompt))
+    run_inprocess("turn-end", harness, payload(harness, "turn-end", cwd=cwd, session=session,
+                                               prompt=prompt, reply=reply))
+    return out
+
+
+def test_a_turn_typed_in_an_unbound_submodule_is_the_superprojects(make_repo,
+                                                                  data_dir: Path) -> None:
+    lib = make_repo("lib")
+    (lib / "lib.txt").write_text("l")
+    commit_all(lib)
+    app = make_repo("app")
+    (app / "app.txt").write_text("a")
+    commit_all(app)
+    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "vendor/lib")
+    bound = bind_repo(app)
+    sub = app / "vendor" / "lib"
+    out = turn("claude-code", sub, DEPLOY)
+    assert "has no project memory" not in out  # no bind hint: it is the app's checkout
+    assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]
+    assert {sid for _, sid, _ in all_rows(data_dir, ("working_memory",))} == {bound.namespace}
+    again = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=sub,
+                                                           session="s2", prompt=QUESTION))
+    assert "make release" in injected_text("claude-code", again)
+    # Bound on purpose, the submodule has a memory of its own, and none of the app's.
+    assert binding.bind(sub).status == "bound"
+    mine = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=sub,
+                                                          session="s3", prompt=QUESTION))
+    assert "make release" not in mine
