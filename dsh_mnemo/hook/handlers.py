@@ -382,13 +382,16 @@ def _storage() -> Any:
 
 def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool, *,
                    prompt: str | None = None, force: bool = False) -> str | None:
-    """The session's standing memories as their own fenced block, once per session."""
-    if not run.settings["standing.enabled"] or not spool.mark_standing(force=force):
+    """The standing memories of `cwd`'s workspace as their own fenced block, once per
+    session and workspace."""
+    if not run.settings["standing.enabled"]:
+        return None
+    ctx = run.context(cwd, session_id)
+    if not spool.mark_standing(where=ctx.namespace or "", force=force):
         return None
     from ..memory import standing
     from .inject import Line, pack_block
 
-    ctx = run.context(cwd, session_id)
     items = standing.list_standing(ctx, run.base)
     if not items:
         spool.note_standing_given([])

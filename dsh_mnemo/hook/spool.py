@@ -130,6 +130,9 @@ class SpoolState:
     # The ids of the standing memories that block held (the budget may cut some);
     # None: not recorded (a spool from before), so all of them count as given.
     standing_given: list[str] | None = None
+    # The namespaces ("" unbound) whose standing block the session was given: a session
+    # that moves to another repository gets that one's block there too.
+    standing_for: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -139,6 +142,8 @@ class SpoolState:
             "standing": self.standing}
         if self.standing_given is not None:
             out["standing_given"] = self.standing_given
+        if self.standing_for:
+            out["standing_for"] = self.standing_for
         return out
 
     def reset(self) -> None:
@@ -226,13 +231,16 @@ class Spool:
         captured = raw.get("captured")
         recent = [str(d) for d in raw.get("recent") or [] if isinstance(d, str)]
         given = raw.get("standing_given")
+        given_for = raw.get("standing_for")
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
                           recent=recent[-RECENT:], hinted=raw.get("hinted") is True,
                           ended=raw.get("ended") is True,
                           standing=raw.get("standing") is True,
                           standing_given=[str(i) for i in given if isinstance(i, str)]
-                          if isinstance(given, list) else None)
+                          if isinstance(given, list) else None,
+                          standing_for=[str(i) for i in given_for if isinstance(i, str)]
+                          if isinstance(given_for, list) else [])
 
     def _damaged(self, text: str | None, reason: str, repair: bool) -> SpoolState:
         """What a damaged spool still holds: its turns that parse, nothing else."""
@@ -316,19 +324,27 @@ class Spool:
                                     session_id=session_id, at=now_ms(), workspace=workspace))
             return to_store, dropped
 
-    def mark_standing(self, *, force: bool = False) -> bool:
-        """Note that the standing block goes to the model now; False if it already did
-        this session (`force`: the context was compacted away, give it again)."""
+    def mark_standing(self, *, where: str = "", force: bool = False) -> bool:
+        """Note that the standing block of the workspace `where` (its namespace) goes to
+        the model now; False if it already did this session (`force`: the context was
+        compacted away, give it again; every other workspace's block is gone too)."""
         with self.locked() as state:
-            if state.standing and not force:
+            # A spool from before recorded no workspace: its block counts for all.
+            given = not state.standing_for or where in state.standing_for
+            if state.standing and given and not force:
                 return False
+            if force or not state.standing:
+                state.standing_for, state.standing_given = [], None
             state.standing = True
+            state.standing_for.append(where)
             return True
 
     def note_standing_given(self, ids: list[str]) -> None:
-        """Record which standing memories the session's block held."""
+        """Record which standing memories the session's block held (added to those
+        of the blocks it had in other workspaces)."""
         with self.locked() as state:
-            state.standing_given = list(ids)
+            before = state.standing_given or []
+            state.standing_given = before + [i for i in ids if i not in before]
 
     def standing_given(self) -> frozenset[str] | None:
         """The standing memories this session's block gave the model: an empty set

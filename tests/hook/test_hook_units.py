@@ -437,6 +437,26 @@ def test_the_standing_memories_a_session_was_given_are_remembered(tmp_path: Path
     assert spool.standing_given() is None and spool.mark_standing() is False
 
 
+def test_the_standing_block_is_marked_once_per_workspace_of_a_session(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/a")
+    assert spool.mark_standing(where="ns-a") is True
+    spool.note_standing_given(["a1"])
+    assert spool.mark_standing(where="ns-a") is False
+    assert spool.mark_standing(where="ns-b") is True  # the session moved on
+    spool.note_standing_given(["b1", "a1"])
+    assert spool.standing_given() == {"a1", "b1"}
+    assert spool.mark_standing(where="ns-a") is False
+    assert spool.mark_standing(where="ns-b", force=True) is True  # compacted: all gone
+    spool.note_standing_given(["b1"])
+    assert spool.standing_given() == {"b1"}
+    assert spool.mark_standing(where="ns-a") is True
+    # a spool from before the workspaces were recorded: its block counts for every one
+    state = json.loads(spool.path.read_text())
+    del state["standing_for"]
+    spool.path.write_text(json.dumps(state))
+    assert spool.mark_standing(where="ns-c") is False
+
+
 def test_spool_keys_sessions_apart_and_survives_a_corrupt_file(tmp_path: Path) -> None:
     a = Spool(tmp_path, "claude-code", "A", "/w")
     b = Spool(tmp_path, "claude-code", "B", "/w")

@@ -138,6 +138,36 @@ def test_a_compaction_gives_it_again_and_continuations_never_do(two) -> None:
     assert run_inprocess("prompt", "qwen", qwen) == ""
 
 
+def test_a_session_that_moves_to_another_repository_gets_that_ones_block_once(two) -> None:
+    alpha, beta = two
+    beta_rule = "In beta, every migration is reviewed by the data team first."
+    standing(beta_rule, beta)
+    start = run_inprocess("session-start", "claude-code", payload(
+        "claude-code", "session-start", cwd=alpha, session="m1"))
+    (block,) = fence_of(injected_text("claude-code", start, "session-start"))
+    assert RULE in block and beta_rule not in block
+
+    def ask(cwd: Path, prompt: str) -> list[str]:
+        return fence_of(injected_text("claude-code", run_inprocess("prompt", "claude-code",
+                        payload("claude-code", "prompt", cwd=cwd, session="m1",
+                                prompt=prompt))))
+
+    # The same session id, now in beta (the agent cd'd there): beta's rules, once.
+    (moved,) = ask(beta, "what should I do now")
+    assert beta_rule in moved and RULE not in moved
+    assert not ask(beta, "and after that?")
+    assert not ask(alpha, "back here, anything else?")  # alpha's block is still in context
+    # A resume in beta repeats nothing; a compaction loses every block: the
+    # workspace the session is in gets its own again.
+    resumed = payload("claude-code", "session-start", cwd=beta, session="m1")
+    assert run_inprocess("session-start", "claude-code", dict(resumed, source="resume")) == ""
+    (again,) = fence_of(injected_text("claude-code", run_inprocess(
+        "session-start", "claude-code", dict(resumed, source="compact")), "session-start"))
+    assert beta_rule in again
+    (alpha_again,) = ask(alpha, "back in alpha after the compaction")
+    assert RULE in alpha_again
+
+
 def test_standing_list_and_remove(two) -> None:
     alpha, beta = two
     listed = json.loads(mnemo("standing", "list", "--json", cwd=alpha).stdout)
