@@ -206,11 +206,18 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
         if len(raw) > MAX_STDIN_BYTES:
             raise ValueError(f"stdin larger than {MAX_STDIN_BYTES} bytes; ignored, nothing "
                              "of the event is captured")
-        from .events import decode_payload, parse_event
+        from .events import SUBAGENT_EVENTS, decode_payload, parse_event
         from .handlers import HANDLERS, HookRun
 
         payload = decode_payload(raw)
         event = parse_event(payload, harness, kind, environ=environ, process_cwd=process_cwd)
+        if event.event_name in SUBAGENT_EVENTS:
+            # Its reply would pair with the user's open turn (and the user's real
+            # reply be stored alone), its prompt be stored as the user's words.
+            log.write(f"a subagent's {event.event_name} event is not the user's turn: "
+                      "nothing captured or injected", harness=harness, event=kind,
+                      level="info", base=base)
+            return
         run = HookRun(harness=harness, kind=kind, settings=settings, base=base,
                       emit=answer.emit, defer=defer, until=until)
         HANDLERS[kind](run, event)

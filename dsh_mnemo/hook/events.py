@@ -15,6 +15,11 @@ from collections.abc import Mapping
 from ..harnesses.registry import HARNESSES, REPLY_FIELDS
 from ..record import record
 
+# Events a subagent's run sends (Claude Code's and Qwen Code's `SubagentStop`, Codex's
+# `subagent_stop`, …): wired to a mnemo hook by hand, they are not the user's turn.
+SUBAGENT_EVENTS = frozenset(["SubagentStart", "SubagentStop", "subagent_start",
+                             "subagent_stop", "subagentStart", "subagentStop"])
+
 
 class BadEvent(ValueError):
     """The stdin payload is not an event we can use."""

@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from dsh_mnemo.workspace import binding
-from tests.conftest import bind_repo
+from tests.conftest import bind_repo, configure
 from tests.hook.conftest import (
     all_rows,
     injected_text,
+    log_text,
     payload,
+    run_cli_hook,
     run_inprocess,
     user_rows,
 )
@@ -56,3 +58,23 @@ def test_a_turn_typed_in_an_unbound_submodule_is_the_superprojects(make_repo,
     mine = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=sub,
                                                           session="s3", prompt=QUESTION))
     assert "make release" not in mine
+
+
+def test_a_subagents_stop_is_not_the_users_turn(repo: Path, data_dir: Path) -> None:
+    configure(capture__roles=["user", "assistant"])
+    prompt = payload("claude-code", "prompt", cwd=repo, session="s1", prompt=DEPLOY)
+    assert run_cli_hook("prompt", "claude-code", prompt).returncode == 0
+    # A SubagentStop wired to the turn-end hook, as Claude Code sends it mid-turn.
+    subagent = payload("claude-code", "turn-end", cwd=repo, session="s1",
+                       reply="Explore agent: found 3 files under src/")
+    subagent.update(hook_event_name="SubagentStop", agent_id="a1f2", agent_type="Explore",
+                    agent_transcript_path=str(repo / "missing.jsonl"))
+    done = run_cli_hook("turn-end", "claude-code", subagent)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert run_cli_hook("turn-end", "claude-code", payload(
+        "claude-code", "turn-end", cwd=repo, session="s1",
+        reply="Released with make release.")).returncode == 0
+    rows = [content for _, _, content in all_rows(data_dir, ("working_memory",))]
+    assert sorted(rows) == sorted([f"[USER] {DEPLOY}",
+                                   "[ASSISTANT] Released with make release."])
+    assert "SubagentStop event is not the user's turn" in log_text(data_dir)
