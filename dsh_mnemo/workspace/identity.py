@@ -190,9 +190,19 @@ def _main_worktree(git_file: Path) -> Path | None:
     if not common.is_absolute():
         common = gitdir / common
     common = common.resolve()
-    if common.name != ".git":
-        return None  # a bare repository has no main work tree
-    return common.parent
+    if common.name == ".git":
+        return common.parent
+    # A bare repository has no main work tree.  Its worktrees still share one
+    # memory when they live inside the repository's own directory: the bare
+    # repository itself (`proj.git/feature`), or the directory holding it and
+    # a `.git` file pointing at it (`proj/.bare` with `proj/main`, `proj/feature`).
+    worktree = git_file.parent
+    if common in worktree.parents:
+        return common
+    holder = common.parent
+    if holder in worktree.parents and (holder / ".git").is_file():
+        return holder
+    return None
 
 
 def _superproject(git_file: Path, top: Path) -> Path | None:

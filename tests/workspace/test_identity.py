@@ -376,6 +376,59 @@ def test_linked_worktree_reports_a_broken_main_marker(make_repo, projects: Path)
     assert [p.path for p in location.problems] == [str(main / MARKER)]
 
 
+def _bare_layout(make_repo, projects: Path, inside_bare: bool) -> tuple[Path, Path, Path]:
+    """A bare clone with two worktrees inside its directory: `proj/.bare` with a
+    `proj/.git` file (or, `inside_bare`, `proj.git/main`); (container, main, feature)."""
+    seed = make_repo("seed")
+    (seed / "f.txt").write_text("x")
+    commit_all(seed)
+    if inside_bare:
+        container = projects / "proj.git"
+        git(projects, "clone", "-q", "--bare", str(seed), str(container))
+        git_dir = container
+    else:
+        container = projects / "proj"
+        git_dir = container / ".bare"
+        git(projects, "clone", "-q", "--bare", str(seed), str(git_dir))
+        (container / ".git").write_text("gitdir: ./.bare\n")
+    main, feature = container / "main", container / "feature"
+    git(git_dir, "worktree", "add", "-q", str(main))
+    git(git_dir, "worktree", "add", "-q", "-b", "feature", str(feature))
+    return container, main, feature
+
+
+@pytest.mark.parametrize("inside_bare", [False, True])
+def test_worktrees_of_a_bare_repository_share_its_directorys_memory(
+        make_repo, projects: Path, inside_bare: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_mnemo.workspace import binding
+
+    container, main, feature = _bare_layout(make_repo, projects, inside_bare)
+    location = find_workspace(feature)
+    assert not location.found
+    assert location.main_worktree == container  # where the hint and a bind point
+    monkeypatch.chdir(main)
+    result = binding.bind()
+    assert result.root == str(container)
+    for tree in (main, feature):
+        location = find_workspace(tree)
+        assert location.root == container and location.via_worktree == container
+
+
+def test_a_worktree_of_a_bare_repository_elsewhere_stands_alone(make_repo,
+                                                                projects: Path) -> None:
+    seed = make_repo("seed")
+    (seed / "f.txt").write_text("x")
+    commit_all(seed)
+    bare = projects / "proj.git"
+    git(projects, "clone", "-q", "--bare", str(seed), str(bare))
+    write_marker_file(projects)  # a marker above both must not be reached through git
+    tree = projects / "proj-main"
+    git(bare, "worktree", "add", "-q", str(tree))
+    location = find_workspace(tree)
+    assert location.main_worktree is None and location.git_top == tree
+    assert location.root is None
+
+
 def _submodule_setup(make_repo, projects: Path) -> tuple[Path, Path]:
     """`app` with the repository `lib` added as the submodule `vendor/lib` (real git)."""
     lib = make_repo("lib")
