@@ -89,7 +89,15 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
         if entry is not None:
             result.shared_with = [d for d in listing.live_directories(entry, data)
                                   if d != result.root]
-        if result.shared_with:
+        if result.shared_with and listing.shared_through_git([result.root,
+                                                               *result.shared_with]):
+            # Checkouts of one repository (clones, linked worktrees) with the marker
+            # committed: shared on purpose, and removing a tracked marker is no advice.
+            report.note(f"{', '.join(result.shared_with)} "
+                        f"{'is a checkout' if len(result.shared_with) == 1 else 'are checkouts'}"
+                        " of the same repository with the marker committed: they share this "
+                        "memory, as intended.")
+        elif result.shared_with:
             one = len(result.shared_with) == 1
             report.warn(f"{', '.join(result.shared_with)} also {'holds' if one else 'hold'} "
                         f"this marker, so {'it shares' if one else 'they share'} one memory "

@@ -16,8 +16,10 @@ from dsh_mnemo.errors import ExitCode
 from tests.conftest import configure
 from tests.workspace.conftest import (
     MARKER,
+    commit_all,
     expected_bank,
     expected_namespace,
+    git,
     index_entries,
     marker_uuid,
     read_index,
@@ -127,6 +129,23 @@ def test_bind_in_a_copy_says_which_directory_shares_its_memory(make_repo) -> Non
     assert ok_json(invoke("bind", str(copy), "--json"), "bind")["status"] == "bound"
     alone = invoke("bind", str(original), "--json")
     assert ok_json(alone, "bind")["shared_with"] == [] and "marker" not in alone.stderr
+
+
+def test_bind_in_a_worktree_with_the_marker_committed_says_it_shares_on_purpose(
+        make_repo) -> None:
+    main = make_repo("app")
+    ok_json(invoke("bind", str(main), "--json"), "bind")
+    commit_all(main)  # the marker is committed: every checkout shares the memory
+    linked = main.parent / "app-feature"
+    git(main, "worktree", "add", "-q", "-b", "feature", str(linked))
+    result = invoke("bind", str(linked))
+    assert result.exit_code == 0
+    assert f"{main} is a checkout of the same repository" in result.stdout
+    # no advice to delete a committed file, and no warning
+    assert "rm " not in result.output and result.stderr == ""
+    status = ok_json(invoke("status", str(linked), "--json"), "status")
+    assert status["namespace"] == ok_json(invoke("status", str(main), "--json"),
+                                          "status")["namespace"]
 
 
 def test_bind_in_a_subdirectory_of_a_bound_repository(make_repo) -> None:
