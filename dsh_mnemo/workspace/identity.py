@@ -205,9 +205,8 @@ def _main_worktree(git_file: Path) -> Path | None:
     return None
 
 
-def _superproject(git_file: Path, top: Path) -> Path | None:
-    """For a submodule's `.git` file (`gitdir: <super>/.git/modules/<name>`), the
-    superproject's work tree when it encloses `top`; None for anything else."""
+def _gitdir_of(git_file: Path) -> Path | None:
+    """The directory a `.git` file points at (`gitdir: …`), resolved."""
     try:
         text = git_file.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
@@ -217,17 +216,32 @@ def _superproject(git_file: Path, top: Path) -> Path | None:
         return None
     gitdir = Path(line[len("gitdir:"):].strip())
     if not gitdir.is_absolute():
-        gitdir = top / gitdir
+        gitdir = git_file.parent / gitdir
     try:
-        parts = gitdir.resolve().parts
+        return gitdir.resolve()
     except (OSError, RuntimeError):
         return None
-    for i in range(len(parts) - 1):
-        if parts[i] == ".git" and parts[i + 1] == "modules":
-            superproject = Path(*parts[:i])
-            if superproject != top and superproject in top.parents:
-                return superproject
-            return None
+
+
+def _superproject(git_file: Path, top: Path) -> Path | None:
+    """For a submodule's `.git` file, the superproject's work tree around `top`:
+    the nearest enclosing repository whose git directory holds the submodule's
+    (`<super>/.git/modules/<name>`, or `…/.git/worktrees/<tree>/modules/<name>`
+    for a submodule of a linked worktree).  None for anything else."""
+    module = _gitdir_of(git_file)
+    if module is None or "modules" not in module.parts:
+        return None
+    for above in top.parents:
+        entry = above / ".git"
+        if entry.is_dir():
+            gitdir: Path | None = entry.resolve()
+        elif entry.is_file():
+            gitdir = _gitdir_of(entry)
+        else:
+            continue
+        if gitdir is not None and gitdir in module.parents:
+            return above
+        return None  # the enclosing repository is not the one it belongs to
     return None
 
 

@@ -457,6 +457,36 @@ def test_an_unbound_submodule_resolves_through_its_superproject(make_repo,
     assert location.git_top == app
 
 
+def test_a_submodule_in_a_linked_worktree_resolves_through_the_main_tree(
+        make_repo, projects: Path) -> None:
+    app, _ = _submodule_setup(make_repo, projects)
+    commit_all(app)  # the submodule is part of the history; the marker is not
+    write_marker_file(app, UUID)
+    linked = projects / "app-feature"
+    git(app, "worktree", "add", "-q", "-b", "feature", str(linked))
+    git(linked, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    sub = linked / "vendor" / "lib"
+    assert "worktrees" in (sub / ".git").read_text()
+    location = find_workspace(sub)
+    assert location.workspace_uuid == UUID
+    assert location.root == app and location.via_worktree == app
+    assert location.submodule_top == sub
+
+
+def test_a_submodule_copied_out_of_its_superproject_stands_alone(make_repo,
+                                                                 projects: Path) -> None:
+    import shutil
+
+    app, sub = _submodule_setup(make_repo, projects)
+    write_marker_file(app, UUID)
+    elsewhere = git_init(projects / "other")
+    write_marker_file(elsewhere)
+    copy = elsewhere / "lib-copy"
+    shutil.copytree(sub, copy)  # its .git file still points into app's .git/modules
+    location = find_workspace(copy)
+    assert not location.found and location.git_top == copy
+
+
 def test_an_unbound_submodule_of_an_unbound_superproject_hints_at_the_superproject(
         make_repo, projects: Path) -> None:
     from dsh_mnemo.workspace.context import hint_root_for
