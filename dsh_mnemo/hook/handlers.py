@@ -387,7 +387,10 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
     if not run.settings["standing.enabled"]:
         return None
     ctx = run.context(cwd, session_id)
-    if not spool.mark_standing(where=ctx.namespace or "", force=force):
+    # Keyed by the workspace whose standing memories these are (in session mode too,
+    # where the namespace is the session's wherever it goes).
+    where = ctx.workspace.namespace if ctx.workspace is not None else ""
+    if not spool.mark_standing(where=where, force=force):
         return None
     from ..memory import standing
     from .inject import Line, pack_block

@@ -168,6 +168,23 @@ def test_a_session_that_moves_to_another_repository_gets_that_ones_block_once(tw
     assert RULE in alpha_again
 
 
+def test_in_session_mode_a_moving_session_gets_each_workspaces_block_too(two) -> None:
+    alpha, beta = two
+    configure(recall_mode="session", auto_write_scope="session")
+    beta_rule = "In beta, every migration is reviewed by the data team first."
+    standing(beta_rule, beta)
+
+    def ask(cwd: Path) -> list[str]:
+        return fence_of(injected_text("claude-code", run_inprocess("prompt", "claude-code",
+                        payload("claude-code", "prompt", cwd=cwd, session="m2",
+                                prompt="what should I do now"))))
+
+    (first,) = ask(alpha)
+    assert RULE in first
+    (moved,) = ask(beta)
+    assert beta_rule in moved and RULE not in moved
+
+
 def test_standing_list_and_remove(two) -> None:
     alpha, beta = two
     listed = json.loads(mnemo("standing", "list", "--json", cwd=alpha).stdout)
