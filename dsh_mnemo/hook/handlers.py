@@ -215,8 +215,9 @@ SPOOLED_TURNS_GO_ON = ("nothing new is read or written there; the session's turn
 
 def on_prompt(run: HookRun, event: HookEvent) -> None:
     settings = run.settings
-    cwd = usable_cwd(run, event)
+    cwd = usable_cwd(run, event, "nothing is read there")
     if cwd is None:
+        keep_prompt_from_a_gone_directory(run, event)
         run.emit(neutral_output(run.harness, run.kind))
         return
     text = clean_text(run, event.prompt) if not event.continuation else ""
@@ -275,6 +276,37 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         keep_vectors(run)
 
     run.later(after)
+
+
+def keep_prompt_from_a_gone_directory(run: HookRun, event: HookEvent) -> None:
+    """A prompt typed after the session's directory was deleted (a worktree removed,
+    a build directory cleaned, the repository renamed): nothing is read there, but
+    the prompt is spooled for the workspace the session's last prompt there was
+    typed in, when it was in that directory or one above it.  Never a guess from
+    another directory: without that record it is not captured (and the log says so)."""
+    gone = event.cwd
+    if (not gone or event.continuation or not run.settings["capture.enabled"]
+            or not os.path.isabs(gone) or os.path.exists(gone)):
+        return
+    text = clean_text(run, event.prompt)
+    if not text:
+        return
+    spool = Spool(run.base, run.harness, event.session_id, gone, until=run.until)
+    workspace = spool.workspace_at(gone)
+    if workspace is None:
+        run.log(f"a prompt typed in {gone!r}, a directory that no longer exists, names no "
+                "workspace this session was in: not captured", level="warning")
+        return
+    try:
+        displaced, _ = spool.add_prompt(truncate(text, int(run.settings["capture.user_limit"])),
+                                        gone, event.session_id, workspace)
+    except GaveUp as exc:
+        gave_up(run, exc)
+        return
+    run.log("the session's directory is gone: the prompt is kept for the workspace the "
+            "session was in there", level="info")
+    if displaced:
+        run.later(lambda: store_turns(run, spool, displaced))
 
 
 def workspace_key(cwd: str) -> str | None:

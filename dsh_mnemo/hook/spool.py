@@ -133,6 +133,10 @@ class SpoolState:
     # The namespaces ("" unbound) whose standing block the session was given: a session
     # that moves to another repository gets that one's block there too.
     standing_for: list[str] = field(default_factory=list)
+    # [directory, identity key] of the session's last prompt typed in a bound
+    # workspace: a prompt typed there after the directory was deleted still has
+    # a workspace to go to.
+    place: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -144,6 +148,8 @@ class SpoolState:
             out["standing_given"] = self.standing_given
         if self.standing_for:
             out["standing_for"] = self.standing_for
+        if self.place:
+            out["place"] = self.place
         return out
 
     def reset(self) -> None:
@@ -232,6 +238,7 @@ class Spool:
         recent = [str(d) for d in raw.get("recent") or [] if isinstance(d, str)]
         given = raw.get("standing_given")
         given_for = raw.get("standing_for")
+        place = raw.get("place")
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
                           recent=recent[-RECENT:], hinted=raw.get("hinted") is True,
@@ -240,7 +247,10 @@ class Spool:
                           standing_given=[str(i) for i in given if isinstance(i, str)]
                           if isinstance(given, list) else None,
                           standing_for=[str(i) for i in given_for if isinstance(i, str)]
-                          if isinstance(given_for, list) else [])
+                          if isinstance(given_for, list) else [],
+                          place=[str(i) for i in place] if isinstance(place, list)
+                          and len(place) == 2 and all(isinstance(i, str) for i in place)
+                          else [])
 
     def _damaged(self, text: str | None, reason: str, repair: bool) -> SpoolState:
         """What a damaged spool still holds: its turns that parse, nothing else."""
@@ -322,7 +332,20 @@ class Spool:
             state.ended = False  # a new prompt: the session goes on (resumed)
             state.turns.append(Turn(id=os.urandom(8).hex(), text=text, cwd=cwd,
                                     session_id=session_id, at=now_ms(), workspace=workspace))
+            if cwd and workspace:
+                state.place = [cwd, workspace]
             return to_store, dropped
+
+    def workspace_at(self, cwd: str) -> str | None:
+        """The identity key of the workspace the session's last prompt was typed in,
+        if that was in `cwd` or a directory above it (`cwd` is gone now: a prompt
+        typed there still belongs to that workspace)."""
+        place = self._load().place
+        if not place:
+            return None
+        typed, here = os.path.normpath(place[0]), os.path.normpath(cwd)
+        inside = here == typed or here.startswith(typed.rstrip(os.sep) + os.sep)
+        return place[1] if inside else None
 
     def mark_standing(self, *, where: str = "", force: bool = False) -> bool:
         """Note that the standing block of the workspace `where` (its namespace) goes to

@@ -457,6 +457,20 @@ def test_the_standing_block_is_marked_once_per_workspace_of_a_session(tmp_path: 
     assert spool.mark_standing(where="ns-c") is False
 
 
+def test_a_spool_knows_the_workspace_its_last_prompt_was_typed_in(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "claude-code", "S", "/r/app")
+    assert spool.workspace_at("/r/app") is None  # nothing typed yet
+    spool.add_prompt("typed in an unbound place", "/r/loose", "S")
+    assert spool.workspace_at("/r/loose") is None
+    spool.add_prompt("typed in app", "/r/app", "S", "id:app")
+    assert spool.workspace_at("/r/app") == "id:app"
+    assert spool.workspace_at("/r/app/build/out") == "id:app"  # below it
+    assert spool.workspace_at("/r/app-other") is None  # a sibling, not below
+    assert spool.workspace_at("/r") is None  # above it
+    spool.add_prompt("typed in lib", "/r/lib", "S", "id:lib")
+    assert spool.workspace_at("/r/app") is None  # only the last place counts
+
+
 def test_spool_keys_sessions_apart_and_survives_a_corrupt_file(tmp_path: Path) -> None:
     a = Spool(tmp_path, "claude-code", "A", "/w")
     b = Spool(tmp_path, "claude-code", "B", "/w")

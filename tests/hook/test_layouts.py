@@ -78,3 +78,28 @@ def test_a_subagents_stop_is_not_the_users_turn(repo: Path, data_dir: Path) -> N
     assert sorted(rows) == sorted([f"[USER] {DEPLOY}",
                                    "[ASSISTANT] Released with make release."])
     assert "SubagentStop event is not the user's turn" in log_text(data_dir)
+
+
+def test_a_prompt_typed_after_the_worktree_was_removed_reaches_the_repository(
+        make_repo, data_dir: Path) -> None:
+    main = make_repo("app")
+    (main / "app.txt").write_text("a")
+    commit_all(main)
+    bound = bind_repo(main)  # the marker is not committed: the worktree uses main's
+    linked = main.parent / "app-feature"
+    git(main, "worktree", "add", "-q", "-b", "feature", str(linked))
+    turn("claude-code", linked, "the feature branch renames the parser", session="w1")
+    git(main, "worktree", "remove", "--force", str(linked))
+    assert not linked.exists()
+    out = turn("claude-code", linked, "after the worktree went, keep the old parser name",
+               session="w1")
+    assert out == ""  # nothing is read from a directory that is gone
+    rows = all_rows(data_dir, ("working_memory",))
+    assert sorted(content for _, _, content in rows) == [
+        "[USER] after the worktree went, keep the old parser name",
+        "[USER] the feature branch renames the parser"]
+    assert {sid for _, sid, _ in rows} == {bound.namespace}
+    # A session that never typed a prompt there does not guess a workspace for it.
+    turn("claude-code", linked, "typed in a directory this session never saw", session="w2")
+    assert len(all_rows(data_dir, ("working_memory",))) == 2
+    assert "names no workspace this session was in: not captured" in log_text(data_dir)
