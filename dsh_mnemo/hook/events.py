@@ -74,10 +74,42 @@ def _session(payload: dict[str, object], harness: str,
     return None
 
 
+SEVERAL_ROOTS = "workspace_roots:several"
+
+
+def _root_path(root: str) -> str:
+    if root.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(root).path)
+    return root
+
+
+def _one_project(roots: list[str]) -> bool:
+    """Do all these directories resolve to one workspace (or, unbound, one repository)?"""
+    from pathlib import Path
+
+    from ..workspace import identity
+
+    seen: set[str] = set()
+    for root in roots:
+        try:
+            location = identity.find_workspace(Path(root))
+        except Exception:  # noqa: BLE001 - a root that cannot be resolved is its own
+            seen.add(f"?{root}")
+            continue
+        seen.add(location.workspace_uuid or f"unbound:{location.git_top or location.start}")
+    return len(seen) == 1
+
+
 def resolve_cwd(payload: dict[str, object], harness: str,
                 environ: Mapping[str, str] | None = None,
                 process_cwd: str | None = None) -> tuple[str | None, str]:
     """Event `cwd` → `workspace_roots[0]` → the harness's project env var → process cwd.
+
+    Several workspace roots that are not all one project give no directory at all
+    (`SEVERAL_ROOTS`): nothing is read or written rather than the first one's memory
+    taking the others' prompts.
 
     `environ` and `process_cwd` are the hook process's (the resident server
     passes its client's: `""` when the client had no directory, its own was
@@ -91,12 +123,12 @@ def resolve_cwd(payload: dict[str, object], harness: str,
         return cwd, "event"
     roots = payload.get("workspace_roots")
     if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0].strip():
-        root = roots[0]
-        if root.startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
-            root = unquote(urlparse(root).path)
-        return root, "workspace_roots"
+        found = [_root_path(r) for r in roots if isinstance(r, str) and r.strip()]
+        if len(set(found)) > 1 and not _one_project(found):
+            # A multi-root window of several projects: the event does not say which
+            # one the prompt is about, and the first is no better a guess.
+            return None, SEVERAL_ROOTS
+        return found[0], "workspace_roots"
     environ = os.environ if environ is None else environ
     for name in HARNESSES[harness].project_env:
         value = environ.get(name)

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..harnesses.registry import HARNESSES, format_output, neutral_output
 from ..record import field, record
 from . import log
-from .events import HookEvent, last_reply_from_transcript
+from .events import SEVERAL_ROOTS, HookEvent, last_reply_from_transcript
 from .spool import MAX_BYTES, MAX_PENDING, GaveUp, Spool, Turn
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
@@ -195,6 +195,10 @@ def usable_cwd(run: HookRun, event: HookEvent,
     """The event's directory if it can be resolved; otherwise log (saying what
     happens instead) and give up."""
     cwd = event.cwd
+    if not cwd and event.cwd_source == SEVERAL_ROOTS:
+        run.log("the window's workspace roots are several projects and the event does "
+                "not say which one this is about; nothing read or written", level="info")
+        return None
     if not cwd:
         run.log("no directory in the event or environment; nothing to do", level="info")
         return None

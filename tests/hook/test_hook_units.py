@@ -57,7 +57,7 @@ def test_cwd_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert parse_event({"cwd": "/x", "workspace_roots": ["/y"]}, "claude-code",
                        "prompt").cwd == "/x"
     # then workspace_roots[0] (also as a file:// URI)
-    assert parse_event({"cwd": "", "workspace_roots": ["/y", "/z"]}, "cursor",
+    assert parse_event({"cwd": "", "workspace_roots": ["/y"]}, "cursor",
                        "prompt").cwd == "/y"
     assert parse_event({"workspace_roots": ["file:///a%20b"]}, "cursor", "prompt").cwd == "/a b"
     # then the harness's project variable

@@ -103,3 +103,25 @@ def test_a_prompt_typed_after_the_worktree_was_removed_reaches_the_repository(
     turn("claude-code", linked, "typed in a directory this session never saw", session="w2")
     assert len(all_rows(data_dir, ("working_memory",))) == 2
     assert "names no workspace this session was in: not captured" in log_text(data_dir)
+
+
+def test_a_cursor_window_of_several_projects_captures_nothing_in_the_first(
+        make_repo, data_dir: Path) -> None:
+    alpha, beta = bind_repo(make_repo("alpha")), bind_repo(make_repo("beta"))
+    (alpha.path / "docs").mkdir()
+
+    def prompt(roots: list[str], text: str, session: str) -> None:
+        document = payload("cursor", "prompt", cwd=roots[0], session=session, prompt=text)
+        document["workspace_roots"] = roots
+        assert run_inprocess("prompt", "cursor", document) == ""
+        run_inprocess("session-end", "cursor", {"conversation_id": session,
+                                                "workspace_roots": roots})
+
+    # Two roots of one project: the first is as good as any.
+    prompt([str(alpha.path), f"file://{alpha.path}/docs"], "alpha docs use mkdocs", "c1")
+    # Two projects in one window: which one the prompt is about is not known.
+    prompt([str(alpha.path), str(beta.path)], "beta's billing secret design", "c2")
+    rows = all_rows(data_dir, ("working_memory",))
+    assert [(sid, content) for _, sid, content in rows] == [
+        (alpha.namespace, "[USER] alpha docs use mkdocs")]
+    assert "workspace roots are several projects" in log_text(data_dir)
