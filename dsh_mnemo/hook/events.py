@@ -220,7 +220,9 @@ def last_reply_from_transcript(path: str) -> str | None:
             entry = json.loads(line)
         except ValueError:
             continue
-        message = entry.get("message") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or entry.get("isSidechain") is True:
+            continue  # a subagent's message (older versions keep them in this file)
+        message = entry.get("message")
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         content = message.get("content")

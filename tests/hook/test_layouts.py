@@ -125,3 +125,31 @@ def test_a_cursor_window_of_several_projects_captures_nothing_in_the_first(
     assert [(sid, content) for _, sid, content in rows] == [
         (alpha.namespace, "[USER] alpha docs use mkdocs")]
     assert "workspace roots are several projects" in log_text(data_dir)
+
+
+def test_the_transcript_fallback_skips_a_subagents_messages(repo: Path, tmp_path: Path,
+                                                            data_dir: Path) -> None:
+    import json
+
+    configure(capture__roles=["user", "assistant"])
+    transcript = tmp_path / "session.jsonl"
+
+    def line(text: str, sidechain: bool) -> str:
+        return json.dumps({"type": "assistant", "isSidechain": sidechain, "message": {
+            "role": "assistant", "content": [{"type": "text", "text": text}]}}) + "\n"
+
+    # An older Claude Code (no last_assistant_message) kept the subagent's messages in
+    # the session's transcript; the main agent's reply came before its last tool call.
+    transcript.write_text(line("Use the blue deploy lane.", False)
+                          + line("Explore agent: read 12 files", True)
+                          + json.dumps({"type": "assistant", "isSidechain": False,
+                                        "message": {"role": "assistant", "content": [
+                                            {"type": "tool_use", "name": "Bash"}]}}) + "\n")
+    run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                   prompt="which deploy lane?"))
+    end = payload("claude-code", "turn-end", cwd=repo)
+    del end["last_assistant_message"]
+    end["transcript_path"] = str(transcript)
+    run_inprocess("turn-end", "claude-code", end)
+    rows = sorted(c for _, _, c in all_rows(data_dir, ("working_memory",)))
+    assert rows == ["[ASSISTANT] Use the blue deploy lane.", "[USER] which deploy lane?"]
