@@ -53,6 +53,7 @@ ENDED_AFTER_MS = STALE_CLAIM_MS
 
 
 RECENT = 16
+PLACES = 8  # the places of the session's prompts kept (`SpoolState.places`)
 
 
 def digest(text: str) -> str:
@@ -137,6 +138,10 @@ class SpoolState:
     # workspace: a prompt typed there after the directory was deleted still has
     # a workspace to go to.
     place: list[str] = field(default_factory=list)
+    # Where the session's prompts were typed (identity keys, or directories when
+    # unbound; the last PLACES): a turn that ends anywhere else ended there because
+    # the agent moved during the turn, and its reply goes with the prompt.
+    places: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -150,6 +155,8 @@ class SpoolState:
             out["standing_for"] = self.standing_for
         if self.place:
             out["place"] = self.place
+        if self.places:
+            out["places"] = self.places
         return out
 
     def reset(self) -> None:
@@ -239,6 +246,7 @@ class Spool:
         given = raw.get("standing_given")
         given_for = raw.get("standing_for")
         place = raw.get("place")
+        places = raw.get("places")
         return SpoolState(turns=turns, captured=captured if isinstance(captured, int) else 0,
                           targets=targets, updated=int(raw.get("updated") or 0),
                           recent=recent[-RECENT:], hinted=raw.get("hinted") is True,
@@ -250,7 +258,9 @@ class Spool:
                           if isinstance(given_for, list) else [],
                           place=[str(i) for i in place] if isinstance(place, list)
                           and len(place) == 2 and all(isinstance(i, str) for i in place)
-                          else [])
+                          else [],
+                          places=[str(i) for i in places if isinstance(i, str)][-PLACES:]
+                          if isinstance(places, list) else [])
 
     def _damaged(self, text: str | None, reason: str, repair: bool) -> SpoolState:
         """What a damaged spool still holds: its turns that parse, nothing else."""
@@ -334,6 +344,9 @@ class Spool:
                                     session_id=session_id, at=now_ms(), workspace=workspace))
             if cwd and workspace:
                 state.place = [cwd, workspace]
+            typed = workspace or (os.path.normpath(cwd) if cwd else None)
+            if typed:
+                state.places = [p for p in state.places if p != typed][-(PLACES - 1):] + [typed]
             return to_store, dropped
 
     def workspace_at(self, cwd: str) -> str | None:
@@ -423,9 +436,12 @@ class Spool:
         added again.  The reply goes with the last open turn typed where the
         turn ended (in `where`, the directory the event named, `cwd` if not
         given, or in `workspace`, the identity key of `cwd`'s workspace),
-        never with one typed elsewhere: a session id used in two repositories
-        must not carry one's reply into the other.  Returns the claimed turns
-        and how many old unclaimed ones the bounds dropped.
+        never with one typed in another place the session typed prompts in: a
+        session id used in two repositories must not carry one's reply into
+        the other.  A turn that ends where the session never typed a prompt
+        ended there because the agent moved during it: its reply goes with the
+        last open turn.  Returns the claimed turns and how many old unclaimed
+        ones the bounds dropped.
         """
         where = cwd if where is None else where
         with self.locked() as state:
@@ -439,8 +455,15 @@ class Spool:
                                         workspace=workspace))
             if (reply and not any(t.reply == reply for t in state.turns)
                     and reply_digest(reply) not in state.recent):
-                open_turns = _typed_at([t for t in state.turns if t.claim_pid is None],
-                                       where, workspace)
+                waiting = [t for t in state.turns if t.claim_pid is None]
+                open_turns = _typed_at(waiting, where, workspace)
+                if not open_turns and waiting and state.places and not (
+                        workspace in state.places
+                        or (where and os.path.normpath(where) in state.places)):
+                    # No prompt of the session was typed where the turn ended: the
+                    # agent moved (cd) during the turn, and this is the reply to the
+                    # last prompt, stored with it where it was typed.
+                    open_turns = waiting
                 if open_turns and open_turns[-1].reply is None:
                     open_turns[-1].reply = reply
                 elif cwd:

@@ -153,3 +153,28 @@ def test_the_transcript_fallback_skips_a_subagents_messages(repo: Path, tmp_path
     run_inprocess("turn-end", "claude-code", end)
     rows = sorted(c for _, _, c in all_rows(data_dir, ("working_memory",)))
     assert rows == ["[ASSISTANT] Use the blue deploy lane.", "[USER] which deploy lane?"]
+
+
+def test_a_turn_the_agent_ended_in_another_repository_keeps_its_reply_with_its_prompt(
+        make_repo, data_dir: Path) -> None:
+    configure(capture__roles=["user", "assistant"])
+    alpha, beta = bind_repo(make_repo("alpha")), bind_repo(make_repo("beta"))
+
+    def hook(kind: str, cwd: Path, **fields: str) -> None:
+        document = payload("claude-code", kind, cwd=cwd, session="cd1")
+        document.update(fields)
+        run_inprocess(kind, "claude-code", document)
+
+    # Typed in alpha; the agent cd'd into beta during the turn, so Stop names beta.
+    hook("prompt", alpha.path, prompt="port alpha's retry policy to beta")
+    hook("turn-end", beta.path, last_assistant_message="Ported the retry policy.")
+    # The session goes on in beta: its own turn there.
+    hook("prompt", beta.path, prompt="now run beta's tests")
+    hook("turn-end", beta.path, last_assistant_message="All green.")
+    rows: dict[str, list[str]] = {}
+    for _, namespace, content in all_rows(data_dir, ("working_memory",)):
+        rows.setdefault(namespace, []).append(content)
+    assert sorted(rows[alpha.namespace]) == ["[ASSISTANT] Ported the retry policy.",
+                                             "[USER] port alpha's retry policy to beta"]
+    assert sorted(rows[beta.namespace]) == ["[ASSISTANT] All green.",
+                                            "[USER] now run beta's tests"]
