@@ -56,10 +56,12 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
     index = index or Index()
     root = identity.check_bindable(path if path is not None else Path.cwd())
     location = identity.find_workspace(root)
-    if path is not None and location.found and location.submodule_top is not None:
+    inner = location.submodule_top
+    if path is not None and location.found and inner is not None:
         # Named on purpose: the submodule gets a memory of its own instead of
-        # sharing its superproject's.
-        location = identity.Location(start=root, problems=location.problems)
+        # sharing its superproject's (whose markers are none of its business).
+        location = identity.Location(start=root, problems=[
+            p for p in location.problems if Path(p.path).parent.is_relative_to(inner)])
     if not location.found:
         _refuse_broken_marker(location)
         if path is None and hint_root_for(location) != root:

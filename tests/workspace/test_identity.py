@@ -514,6 +514,7 @@ def test_binding_a_submodule_by_name_gives_it_its_own_memory(make_repo,
 
     app, sub = _submodule_setup(make_repo, projects)
     write_marker_file(app, UUID)
+    (app / "vendor" / MARKER).write_text("not a marker\n")  # the superproject's problem
     result = binding.bind(sub)
     assert result.status == "bound"
     assert result.root == str(sub)
