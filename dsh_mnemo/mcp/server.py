@@ -30,20 +30,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
+import mcp_types
 from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from .. import __version__, paths
 from ..config import Settings, apply_environment, load_settings
-from ..errors import MnemoError, RefusedError, UnboundError
+from ..errors import DataError, MnemoError, RefusedError, UnboundError, usage_error
 from ..report import Report, error_document, json_document
 
 INSTRUCTIONS = """\
@@ -60,6 +65,7 @@ PathArg = Annotated[str | None, Field(
     "the client reports). Leave it out to use the client's workspace root.")]
 
 _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-mcp")
+_log = logging.getLogger("dsh_mnemo.mcp")
 
 
 # ─── Where a call goes ─────────────────────────────────────────────────────
@@ -165,6 +171,16 @@ async def _run(call: Callable[[], Report]) -> CallToolResult:
         except OSError as exc:
             where = f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
             return error_result(MnemoError(where, hint="Check the path and its permissions."))
+        except sqlite3.DatabaseError as exc:
+            _log.exception("a memory database failed")
+            return error_result(DataError(f"a memory database failed: {exc}",
+                                          hint="Run `mnemo doctor`."))
+        except Exception as exc:  # a bug: a tool error the client can show, never a crash
+            _log.exception("a tool failed")
+            return error_result(MnemoError(
+                f"unexpected error ({type(exc).__name__}: {exc})",
+                hint="The details are in the server's log (stderr); `mnemo doctor` checks "
+                     "the installation."))
 
     return await asyncio.get_running_loop().run_in_executor(_worker, guarded)
 
@@ -220,9 +236,189 @@ def _cut_long(report: Report) -> Report:
     return report
 
 
+# ─── The wire ──────────────────────────────────────────────────────────────
+
+def _invalid_arguments(tool: str, exc: ValidationError) -> MnemoError:
+    """Arguments the tool's schema rejects, said the way mnemo says a bad command line."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        given = "" if error["type"] == "missing" else f" (got {_shown(error.get('input'))})"
+        problems.append(f"`{where}`: {error['msg'][:1].lower()}{error['msg'][1:]}{given}")
+    return usage_error(f"invalid arguments for `{tool}`: {'; '.join(problems)}; nothing was "
+                       "read or written",
+                       hint=f"The input schema of `{tool}` (tools/list) gives each argument's "
+                            "type and range.")
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False) if _is_json(value) else repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class _Server(MCPServer):
+    """The SDK's server, with mnemo's answers where the SDK's say less."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # Arguments that fail the schema: the SDK's text is pydantic's report,
+            # with a link per error; this one names each argument and what it got.
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__,
+                                                                       ValidationError):
+                raise
+            return error_result(_invalid_arguments(name, exc.__cause__))
+
+    async def run_stdio_async(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async serves
+        async with stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(_AnsweredLines(read_stream, write_stream), write_stream,
+                               lowlevel.create_initialization_options())
+
+
+_LONE_SURROGATE = "[\ud800-\udfff]"
+
+
+def _mended(value: Any) -> Any:
+    """`value` with every lone UTF-16 surrogate in its strings made U+FFFD."""
+    import re
+
+    if isinstance(value, str):
+        return re.sub(_LONE_SURROGATE, "\ufffd", value)
+    if isinstance(value, list):
+        return [_mended(v) for v in value]
+    if isinstance(value, dict):
+        return {_mended(k): _mended(v) for k, v in value.items()}
+    return value
+
+
+def _message_of(exc: ValidationError) -> Any:
+    """The JSON value a line held when it parsed but is no JSON-RPC message (None if unknown)."""
+    for error in exc.errors(include_url=False):
+        if error["type"] in ("missing", "model_type") and len(error["loc"]) <= 2 \
+                and isinstance(error.get("input"), (dict, list)):
+            return error["input"]
+    return None
+
+
+def _what_is_wrong(value: Any, exc: ValidationError) -> str:
+    if isinstance(value, list):
+        return "a batch (a JSON array); batches are not supported, send one message a line"
+    if not isinstance(value, dict):
+        return "not a JSON-RPC 2.0 message (a JSON object)"
+    problems = sorted({f"`{'.'.join(str(p) for p in e['loc'][1:]) or 'message'}`: {e['msg']}"
+                       for e in exc.errors(include_url=False)
+                       if e["loc"][:1] == ("JSONRPCRequest",)})
+    return "not a JSON-RPC 2.0 request" + (f" ({'; '.join(problems)})" if problems else "")
+
+
+class _AnsweredLines:
+    """The stdio transport's read stream, with every line it could not read answered.
+
+    The SDK drops such a line without a word: a request in it never gets its
+    response and the client waits for ever.  Here a JSON line with lone UTF-16
+    surrogates (`\\ud83d`: what a JavaScript client sends for an emoji cut in
+    half) is read with each one as U+FFFD, as the transport already reads
+    invalid UTF-8; a line that is not JSON gets a parse error (id null); a JSON
+    value that is no JSON-RPC message gets an invalid-request error, with its
+    id when it has one (a notification or a response gets no answer).
+    """
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    def __aiter__(self) -> _AnsweredLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            item = await self._inner.__anext__()
+            if not isinstance(item, Exception):
+                return item
+            mended = await self._answer(item)
+            if mended is not None:
+                return mended
+
+    async def receive(self) -> Any:
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            import anyio
+
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnsweredLines:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc_info)
+
+    async def _answer(self, exc: Exception) -> SessionMessage | None:
+        if not isinstance(exc, ValidationError):
+            _log.warning("the transport could not read a message: %r", exc)
+            return None
+        unreadable = next((e for e in exc.errors(include_url=False)
+                           if e["type"] == "json_invalid"), None)
+        if unreadable is not None:
+            try:
+                value = json.loads(str(unreadable.get("input", "")))
+            except ValueError:
+                _log.warning("a line that is not JSON: %s", unreadable["msg"])
+                await self._reply(None, mcp_types.PARSE_ERROR,
+                                  f"parse error: the line is not JSON ({unreadable['msg']})")
+                return None
+            value = _mended(value)
+            try:
+                return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(
+                    value, by_name=False))
+            except ValidationError as again:
+                exc = again
+        else:
+            value = _message_of(exc)
+        if isinstance(value, dict) and ("method" not in value or "id" not in value):
+            _log.warning("an invalid JSON-RPC notification or response was ignored")
+            return None
+        request_id = value.get("id") if isinstance(value, dict) else None
+        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+            request_id = None
+        what = _what_is_wrong(value, exc)
+        _log.warning("an invalid request was refused: %s", what)
+        await self._reply(request_id, mcp_types.INVALID_REQUEST, f"invalid request: {what}")
+        return None
+
+    async def _reply(self, request_id: int | str | None, code: int, message: str) -> None:
+        error = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                       error=mcp_types.ErrorData(code=code, message=message))
+        try:
+            await self._write.send(SessionMessage(error))
+        except Exception:  # the client is gone: nobody to answer
+            _log.debug("no answer sent: the stream is closed")
+
+
 def build_server() -> MCPServer:
-    server = MCPServer("mnemo", title="mnemo project memory", version=__version__,
-                       instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("mnemo", title="mnemo project memory", version=__version__,
+                     instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(
         description="Store one durable memory for this project so future conversations can "

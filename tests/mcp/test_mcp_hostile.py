@@ -1,0 +1,174 @@
+"""`mnemo mcp` against a hostile or buggy client, over the real stdio transport.
+
+A client sends whatever it sends: lines that are not JSON, JSON that is no
+JSON-RPC message, strings with lone UTF-16 surrogates (what a JavaScript client
+sends for an emoji cut in half), arguments of the wrong type.  Every request
+must get an answer (a client waits for ever on one that gets none), every
+answer must be a JSON-RPC line, and nothing may be lost on the way.  These
+tests write raw lines to the console script's stdin and read its stdout line
+by line; the well-behaved client of test_mcp_server.py cannot send such lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Repo, bind_repo, mnemo_executable
+from tests.mcp.conftest import McpClient, Result, run_client
+from tests.memory.conftest import query
+
+pytestmark = pytest.mark.e2e
+
+ANSWER_SECONDS = 30.0
+
+
+class RawServer:
+    """`mnemo mcp` on pipes: raw lines in, one parsed JSON-RPC message per line out."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.proc = subprocess.Popen([mnemo_executable(), "mcp"], cwd=cwd,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=dict(os.environ))
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "hostile", "version": "1"}}})
+        assert self.answer()["id"] == 0
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        assert self.proc.stdin is not None
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=ANSWER_SECONDS)
+        except queue.Empty:
+            pytest.fail(f"no answer within {ANSWER_SECONDS:.0f} s")
+        return json.loads(line)  # every stdout line is one JSON-RPC message
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+
+def tool_call(request_id: int, tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}
+
+
+def contents(repo: Repo, data_dir: Path) -> list[str]:
+    return [r[0] for r in query(repo.db(data_dir), "SELECT content FROM working_memory "
+                                "WHERE session_id = ? ORDER BY rowid", repo.namespace)]
+
+
+@pytest.fixture
+def alpha(make_repo) -> Repo:
+    return bind_repo(make_repo("alpha"))
+
+
+def test_every_line_gets_an_answer_and_the_server_goes_on(alpha: Repo,
+                                                          data_dir: Path) -> None:
+    server = RawServer(alpha.path)
+    try:
+        # Not JSON at all: a parse error, with the null id JSON-RPC asks for.
+        server.send(b"this is not json\n")
+        answer = server.answer()
+        assert answer["id"] is None and answer["error"]["code"] == -32700
+        assert "not JSON" in answer["error"]["message"]
+        # JSON, but no JSON-RPC request: refused under its own id.
+        server.send(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"remember"}\n')
+        answer = server.answer()
+        assert answer["id"] == 7 and answer["error"]["code"] == -32600
+        assert "params" in answer["error"]["message"]
+        # A batch (the protocol has none).
+        server.send(b'[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]\n')
+        answer = server.answer()
+        assert answer["id"] is None and answer["error"]["code"] == -32600
+        assert "batch" in answer["error"]["message"]
+        # A lone surrogate, as JSON.stringify writes half an emoji: the memory is
+        # kept, with U+FFFD where the half was.
+        server.send(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":'
+                    b'"remember","arguments":{"text":"Ship it \\ud83d on Friday"}}}\n')
+        answer = server.answer()
+        assert answer["id"] == 9 and answer["result"]["isError"] is False, answer
+        # And the server still serves an ordinary call.
+        server.send(tool_call(10, "recall", query="Friday"))
+        answer = server.answer()
+        assert answer["id"] == 10 and "Ship it" in answer["result"]["content"][0]["text"]
+    finally:
+        stderr = server.close()
+    assert contents(alpha, data_dir) == ["Ship it \ufffd on Friday"]
+    assert "Traceback" not in stderr
+
+
+def test_arguments_of_the_wrong_kind_are_a_clear_tool_error(alpha: Repo,
+                                                            data_dir: Path) -> None:
+    async def body(client: McpClient) -> list[Result]:
+        return [await client.call("remember", text=5),
+                await client.call("remember", text="x" * 20_001),
+                await client.call("recall", query="deploy", top_k=10**30),
+                await client.call("remember", text="Fine", importance="very")]
+
+    number, too_long, huge, word = run_client(body, cwd=alpha.path)
+    for result in (number, too_long, huge, word):
+        assert result.is_error, result
+        assert "pydantic" not in result.text and "validation error" not in result.text
+        assert result.text.startswith("invalid arguments for `")
+        assert "nothing was read or written" in result.text
+        error = json.loads(result.texts[-1])
+        assert error["kind"] == "error" and error["exit_code"] == 2
+    assert "`text`: input should be a valid string (got 5)" in number.text
+    assert "`text`: string should have at most 20000 characters" in too_long.text
+    assert len(too_long.text) < 1000  # the 20,001 characters are not sent back
+    assert "`top_k`: input should be less than or equal to 50" in huge.text
+    assert "`importance`" in word.text
+    assert contents(alpha, data_dir) == []
+
+
+def damage(db: Path) -> bytes:
+    """Overwrite bytes all through a bank file, as a bad disk or a stray write would."""
+    data = bytearray(db.read_bytes())
+    for offset in range(100, len(data), 97):
+        data[offset] = 0x5A
+    db.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return bytes(data)
+
+
+def test_a_damaged_bank_is_a_clear_tool_error_and_is_left_as_it_was(
+        alpha: Repo, data_dir: Path) -> None:
+    from tests.memory.conftest import mnemo
+
+    assert mnemo("remember", "Alpha deploys with make release", cwd=alpha.path).exit_code == 0
+    damaged = damage(alpha.db(data_dir))
+
+    async def body(client: McpClient) -> list[Result]:
+        return [await client.call("forget", id="abcd1234"),
+                await client.call("sleep", force=True)]
+
+    for result in run_client(body, cwd=alpha.path):
+        assert result.is_error, result
+        assert f"the database {alpha.db(data_dir)} is damaged" in result.text, result
+        assert "Run `mnemo doctor`." in result.text
+        assert json.loads(result.texts[-1])["exit_code"] == 9
+    assert alpha.db(data_dir).read_bytes() == damaged
