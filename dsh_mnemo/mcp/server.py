@@ -6,7 +6,8 @@ decides afresh where it reads and writes:
 1. the call's `path` argument (relative paths are taken from the directory
    the next rule would give);
 2. the client's MCP roots (`file://` URIs; several roots must all lie in the
-   same workspace, else the call asks for `path`);
+   same workspace, else the call asks for `path`; so does a client that
+   declared roots and did not give them within ROOTS_WAIT_SECONDS);
 3. the server's working directory (clients start it in the project).
 
 That directory goes through `resolve_memory_context`, the one place that
@@ -40,10 +41,17 @@ from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
 import mcp_types
-from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
+from mcp.server.mcpserver import Context, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.shared.message import SessionMessage
-from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp.types import (
+    CallToolResult,
+    ListRootsRequest,
+    ListRootsResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field, ValidationError
 
 from .. import __version__, paths
@@ -70,9 +78,9 @@ _log = logging.getLogger("dsh_mnemo.mcp")
 
 # ─── Where a call goes ─────────────────────────────────────────────────────
 
-def _root_paths(roots: ListRootsResult | None) -> list[Path]:
+def _root_paths(roots: ListRootsResult | RootsProblem | None) -> list[Path]:
     found: list[Path] = []
-    for root in (roots.roots if roots else []):
+    for root in (roots.roots if isinstance(roots, ListRootsResult) else []):
         parsed = urlparse(str(root.uri))
         if parsed.scheme == "file" and parsed.path:
             found.append(Path(unquote(parsed.path)))
@@ -187,23 +195,52 @@ async def _run(call: Callable[[], Report]) -> CallToolResult:
 
 # ─── Tools ─────────────────────────────────────────────────────────────────
 
-def client_roots(ctx: Context) -> ListRoots | None:
-    """Ask for the client's roots when it can answer (the framework does the asking)."""
+# The longest a call waits for the client's answer to roots/list: a client that
+# declares roots and never answers must not hold the call for ever.
+ROOTS_WAIT_SECONDS = 10.0
+
+
+class RootsProblem:
+    """A client that declared the roots capability but gave no roots: why."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+async def client_roots(ctx: Context) -> ListRootsResult | RootsProblem | None:
+    """The client's roots when it declares it can list them (None when it cannot)."""
     capabilities = ctx.client_capabilities
-    if capabilities is not None and capabilities.roots is not None:
-        return ListRoots()
-    return None
+    if capabilities is None or capabilities.roots is None:
+        return None
+    try:
+        return await ctx.session.send_request(
+            ListRootsRequest(), ListRootsResult,
+            request_read_timeout_seconds=ROOTS_WAIT_SECONDS,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+    except MCPError as exc:
+        if exc.error.code == mcp_types.REQUEST_TIMEOUT:
+            return RootsProblem(f"it did not answer roots/list within "
+                                f"{ROOTS_WAIT_SECONDS:.0f} s")
+        return RootsProblem(f"it answered roots/list with an error: {exc.error.message}")
+    except ValidationError:
+        return RootsProblem("its answer to roots/list is not a list of roots")
 
 
-Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
+Roots = Annotated[ListRootsResult | RootsProblem | None, Resolve(client_roots)]
 
 
-def _where(path: str | None, roots: ListRootsResult | None,
+def _where(path: str | None, roots: ListRootsResult | RootsProblem | None,
            settings: Settings) -> Path:
+    if isinstance(roots, RootsProblem) and not (
+            path and Path(path.strip()).expanduser().is_absolute()):
+        raise RefusedError(f"the client gave no roots ({roots.why}); nothing was read or "
+                           "written",
+                           hint="Pass `path` (absolute) to say which project this call is "
+                                "about.")
     return choose_directory(path, _root_paths(roots), Path.cwd(), settings)
 
 
-async def _in_project(path: str | None, roots: ListRootsResult | None,
+async def _in_project(path: str | None, roots: ListRootsResult | RootsProblem | None,
                       command: Callable[[Settings, Path], Report]) -> CallToolResult:
     """Run `command(settings, directory)` for a directory that has a memory (the tool's
     `path`, or the client's roots); an unbound directory is a tool error that says how

@@ -16,6 +16,7 @@ import os
 import queue
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,14 @@ ANSWER_SECONDS = 30.0
 class RawServer:
     """`mnemo mcp` on pipes: raw lines in, one parsed JSON-RPC message per line out."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, capabilities: dict[str, Any] | None = None) -> None:
         self.proc = subprocess.Popen([mnemo_executable(), "mcp"], cwd=cwd,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=dict(os.environ))
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
+            "protocolVersion": "2025-06-18", "capabilities": capabilities or {},
             "clientInfo": {"name": "hostile", "version": "1"}}})
         assert self.answer()["id"] == 0
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -172,3 +173,54 @@ def test_a_damaged_bank_is_a_clear_tool_error_and_is_left_as_it_was(
         assert "Run `mnemo doctor`." in result.text
         assert json.loads(result.texts[-1])["exit_code"] == 9
     assert alpha.db(data_dir).read_bytes() == damaged
+
+
+def test_a_client_that_gives_no_roots_gets_a_tool_error_in_bounded_time(
+        alpha: Repo, data_dir: Path) -> None:
+    """A client that declares the roots capability, then answers roots/list with an
+    error, with something else, or not at all: the call is a tool error saying so
+    (never the client's error passed off as the call's, never a wait for ever), and
+    a call with an absolute `path` needs no roots."""
+    from dsh_mnemo.mcp.server import ROOTS_WAIT_SECONDS
+
+    server = RawServer(alpha.path, capabilities={"roots": {"listChanged": False}})
+
+    def asked() -> Any:
+        ask = server.answer()
+        assert ask["method"] == "roots/list", ask
+        return ask["id"]
+
+    def result(request_id: int) -> dict[str, Any]:
+        while True:  # past the server's own notifications (a cancelled roots/list)
+            answer = server.answer()
+            if answer.get("id") == request_id:
+                assert "result" in answer, answer
+                return answer["result"]
+
+    try:
+        server.send(tool_call(1, "remember", text="Alpha ships on Fridays"))
+        server.send({"jsonrpc": "2.0", "id": asked(),
+                     "error": {"code": -32601, "message": "roots are off"}})
+        refused = result(1)
+        assert refused["isError"] is True
+        assert ("the client gave no roots (it answered roots/list with an error: roots are "
+                "off); nothing was read or written") in refused["content"][0]["text"]
+        assert "Pass `path` (absolute)" in refused["content"][0]["text"]
+
+        server.send(tool_call(2, "remember", text="Alpha ships on Fridays",
+                              path=str(alpha.path)))
+        server.send({"jsonrpc": "2.0", "id": asked(), "result": {"roots": "all of them"}})
+        assert result(2)["isError"] is False
+
+        server.send(tool_call(3, "recall", query="Fridays"))
+        asked()  # and never answered
+        started = time.monotonic()
+        silent = result(3)
+        waited = time.monotonic() - started
+        assert silent["isError"] is True
+        assert "did not answer roots/list within" in silent["content"][0]["text"]
+        assert ROOTS_WAIT_SECONDS - 1 < waited < ROOTS_WAIT_SECONDS + 15
+    finally:
+        stderr = server.close()
+    assert contents(alpha, data_dir) == ["Alpha ships on Fridays"]
+    assert "Traceback" not in stderr
