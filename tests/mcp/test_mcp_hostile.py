@@ -224,3 +224,22 @@ def test_a_client_that_gives_no_roots_gets_a_tool_error_in_bounded_time(
         stderr = server.close()
     assert contents(alpha, data_dir) == ["Alpha ships on Fridays"]
     assert "Traceback" not in stderr
+
+
+def test_a_bank_sqlite_cannot_open_is_a_tool_error_not_a_bare_crash(alpha: Repo,
+                                                                     data_dir: Path) -> None:
+    """Where no command translates SQLite's error (here a directory stands where the
+    bank should be), the tool still answers with what failed, not the SDK's bare
+    "Error executing tool remember"."""
+    alpha.db(data_dir).mkdir(parents=True)
+
+    async def body(client: McpClient) -> list[Result]:
+        return [await client.call("remember", text="Alpha deploys with make release"),
+                await client.call("stats")]
+
+    for result in run_client(body, cwd=alpha.path):
+        assert result.is_error, result
+        assert result.text.startswith("a memory database failed: "), result
+        assert "Run `mnemo doctor`." in result.text
+        assert json.loads(result.texts[-1])["exit_code"] == 9
+    assert alpha.db(data_dir).is_dir()
