@@ -389,7 +389,11 @@ class _AnsweredLines:
             item = await self._inner.__anext__()
             if not isinstance(item, Exception):
                 return item
-            mended = await self._answer(item)
+            try:
+                mended = await self._answer(item)
+            except Exception:  # answering must never end the session
+                _log.exception("a line the transport could not read was not answered")
+                continue
             if mended is not None:
                 return mended
 
@@ -419,13 +423,12 @@ class _AnsweredLines:
                            if e["type"] == "json_invalid"), None)
         if unreadable is not None:
             try:
-                value = json.loads(str(unreadable.get("input", "")))
-            except ValueError:
+                value = _mended(json.loads(str(unreadable.get("input", ""))))
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 _log.warning("a line that is not JSON: %s", unreadable["msg"])
                 await self._reply(None, mcp_types.PARSE_ERROR,
                                   f"parse error: the line is not JSON ({unreadable['msg']})")
                 return None
-            value = _mended(value)
             try:
                 return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(
                     value, by_name=False))

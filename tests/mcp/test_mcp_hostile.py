@@ -105,6 +105,12 @@ def test_every_line_gets_an_answer_and_the_server_goes_on(alpha: Repo,
         answer = server.answer()
         assert answer["id"] is None and answer["error"]["code"] == -32600
         assert "batch" in answer["error"]["message"]
+        # Nested deeper than any parser here goes: a parse error, and the server lives.
+        server.send(b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":'
+                    b'"recall","arguments":{"query":' + b"[" * 100_000 + b"]" * 100_000
+                    + b"}}}\n")
+        answer = server.answer()
+        assert answer["id"] is None and answer["error"]["code"] == -32700
         # A lone surrogate, as JSON.stringify writes half an emoji: the memory is
         # kept, with U+FFFD where the half was.
         server.send(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":'
