@@ -309,12 +309,18 @@ class _Server(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
             # Arguments that fail the schema: the SDK's text is pydantic's report,
             # with a link per error; this one names each argument and what it got.
-            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__,
-                                                                       ValidationError):
-                raise
-            return error_result(_invalid_arguments(name, exc.__cause__))
+            if isinstance(exc.__cause__, ValidationError):
+                return error_result(_invalid_arguments(name, exc.__cause__))
+            if exc.__cause__ is None and str(exc) == f"Unknown tool: {name}":
+                names = ", ".join(f"`{t.name}`" for t in await self.list_tools())
+                return error_result(usage_error(
+                    f"mnemo has no tool {json.dumps(name, ensure_ascii=False)[:80]}; "
+                    "nothing was read or written", hint=f"Its tools: {names}."))
+            raise
 
     async def run_stdio_async(self) -> None:
         from mcp.server.stdio import stdio_server

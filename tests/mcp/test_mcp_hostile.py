@@ -130,6 +130,10 @@ def test_every_line_gets_an_answer_and_the_server_goes_on(alpha: Repo,
 def test_arguments_of_the_wrong_kind_are_a_clear_tool_error(alpha: Repo,
                                                             data_dir: Path) -> None:
     async def body(client: McpClient) -> list[Result]:
+        unknown = await client.call("rememberr", text="Fine")
+        assert unknown.is_error and unknown.text.startswith('mnemo has no tool "rememberr"')
+        assert "Its tools: `remember`, `recall`" in unknown.text
+        assert json.loads(unknown.texts[-1])["exit_code"] == 2
         return [await client.call("remember", text=5),
                 await client.call("remember", text="x" * 20_001),
                 await client.call("recall", query="deploy", top_k=10**30),
