@@ -630,7 +630,20 @@ def build_server() -> MCPServer:
 def serve() -> None:
     """Run the server on stdin/stdout until the client closes the stream."""
     apply_environment(load_settings(), paths.data_dir())
-    build_server().run()
+    try:
+        build_server().run()
+    except BaseException as exc:
+        if not _client_gone(exc):
+            raise
+        _log.info("the client closed its end of stdout: nobody is left to answer")
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether `exc` is (a group of nothing but) the broken pipe of a closed stdout."""
+    inner = getattr(exc, "exceptions", None)  # an exception group, on any Python
+    if inner is not None:
+        return bool(inner) and all(_client_gone(e) for e in inner)
+    return isinstance(exc, BrokenPipeError)
 
 
 __all__ = ["build_server", "choose_directory", "serve"]

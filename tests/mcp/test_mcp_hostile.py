@@ -253,3 +253,31 @@ def test_a_bank_sqlite_cannot_open_is_a_tool_error_not_a_bare_crash(alpha: Repo,
         assert "Run `mnemo doctor`." in result.text
         assert json.loads(result.texts[-1])["exit_code"] == 9
     assert alpha.db(data_dir).is_dir()
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(alpha: Repo,
+                                                             data_dir: Path) -> None:
+    """The client closes its end of our stdout, sends a memory, and goes: the memory
+    is written, the answer has nowhere to go, and the server ends with exit 0 instead
+    of a BrokenPipeError traceback."""
+    proc = subprocess.Popen([mnemo_executable(), "mcp"], cwd=alpha.path, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ))
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    for message in ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "hostile", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 0
+    proc.stdout.close()
+    proc.stdin.write(json.dumps(tool_call(1, "remember", text="Alpha deploys with make "
+                                          "release")).encode() + b"\n")
+    proc.stdin.flush()
+    time.sleep(2)  # the answer meets the closed pipe
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    stderr = proc.stderr.read().decode("utf-8", "replace")
+    assert "BrokenPipeError" not in stderr and "Traceback" not in stderr, stderr
+    assert contents(alpha, data_dir) == ["Alpha deploys with make release"]
