@@ -629,7 +629,14 @@ def build_server() -> MCPServer:
 
 def serve() -> None:
     """Run the server on stdin/stdout until the client closes the stream."""
+    import signal
+
     apply_environment(load_settings(), paths.data_dir())
+    # SIGINT (Ctrl-C, or a client stopping the server) ends it at once, as SIGTERM
+    # does: Python's KeyboardInterrupt stopped the answers but left the process
+    # waiting, for ever, for the end of stdin.  A write it cuts is a rolled-back
+    # SQLite transaction, as under SIGTERM.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         build_server().run()
     except BaseException as exc:

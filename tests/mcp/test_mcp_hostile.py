@@ -281,3 +281,15 @@ def test_a_client_that_stops_reading_ends_the_server_quietly(alpha: Repo,
     stderr = proc.stderr.read().decode("utf-8", "replace")
     assert "BrokenPipeError" not in stderr and "Traceback" not in stderr, stderr
     assert contents(alpha, data_dir) == ["Alpha deploys with make release"]
+
+
+def test_sigint_ends_the_server_at_once(alpha: Repo) -> None:
+    """SIGINT stopped the answers but left the server waiting for the end of stdin,
+    so a client that interrupts and then waits for the exit waited for ever."""
+    import signal
+
+    server = RawServer(alpha.path)
+    server.send(tool_call(1, "stats"))
+    assert server.answer()["id"] == 1
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(timeout=10) == -signal.SIGINT
