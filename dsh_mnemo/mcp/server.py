@@ -327,9 +327,13 @@ class _Server(MCPServer):
 
         lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async serves
         async with stdio_server() as (read_stream, write_stream):
-            await lowlevel.run(_AnsweredLines(read_stream, write_stream), write_stream,
+            lines = _AnsweredLines(read_stream, write_stream)
+            await lowlevel.run(lines, _Answers(write_stream, lines),
                                lowlevel.create_initialization_options())
 
+
+# The longest the end of stdin waits for the calls under way to answer.
+DRAIN_SECONDS = 30.0
 
 _LONE_SURROGATE = "[\ud800-\udfff]"
 
@@ -382,6 +386,7 @@ class _AnsweredLines:
     def __init__(self, inner: Any, write: Any) -> None:
         self._inner = inner
         self._write = write
+        self.unanswered: set[int | str] = set()  # ids of the requests read, not yet answered
 
     @property
     def last_context(self) -> Any:
@@ -392,8 +397,13 @@ class _AnsweredLines:
 
     async def __anext__(self) -> Any:
         while True:
-            item = await self._inner.__anext__()
+            try:
+                item = await self._inner.__anext__()
+            except StopAsyncIteration:
+                await self._drain()
+                raise
             if not isinstance(item, Exception):
+                self._note(item.message)
                 return item
             try:
                 mended = await self._answer(item)
@@ -402,6 +412,26 @@ class _AnsweredLines:
                 continue
             if mended is not None:
                 return mended
+
+    def _note(self, message: Any) -> None:
+        if isinstance(message, mcp_types.JSONRPCRequest):
+            self.unanswered.add(message.id)
+        elif isinstance(message, mcp_types.JSONRPCNotification) and \
+                message.method == "notifications/cancelled" and message.params:
+            self.unanswered.discard(message.params.get("requestId"))  # never answered
+
+    async def _drain(self) -> None:
+        """At the end of stdin, let the calls under way finish and send their answers.
+
+        The SDK cancels them at once and answers "Connection closed", though a
+        write under way still lands: a client that closes stdin and reads on
+        would take a stored memory for a failed one.
+        """
+        import anyio
+
+        deadline = anyio.current_time() + DRAIN_SECONDS
+        while self.unanswered and anyio.current_time() < deadline:
+            await anyio.sleep(0.02)
 
     async def receive(self) -> Any:
         try:
@@ -460,6 +490,29 @@ class _AnsweredLines:
             await self._write.send(SessionMessage(error))
         except Exception:  # the client is gone: nobody to answer
             _log.debug("no answer sent: the stream is closed")
+
+
+class _Answers:
+    """The transport's write stream, telling `_AnsweredLines` which requests are answered."""
+
+    def __init__(self, inner: Any, lines: _AnsweredLines) -> None:
+        self._inner = inner
+        self._lines = lines
+
+    async def send(self, item: SessionMessage) -> None:
+        if isinstance(item.message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+            self._lines.unanswered.discard(item.message.id)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc_info)
 
 
 def build_server() -> MCPServer:

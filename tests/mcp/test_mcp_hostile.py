@@ -293,3 +293,22 @@ def test_sigint_ends_the_server_at_once(alpha: Repo) -> None:
     assert server.answer()["id"] == 1
     server.proc.send_signal(signal.SIGINT)
     assert server.proc.wait(timeout=10) == -signal.SIGINT
+
+
+def test_calls_under_way_when_stdin_ends_get_their_real_answers(alpha: Repo,
+                                                                data_dir: Path) -> None:
+    """A client sends its memories and closes stdin at once, reading on: each
+    memory is stored, and each answer says so (the SDK answered "Connection
+    closed" to calls under way, though their writes still landed)."""
+    server = RawServer(alpha.path)
+    texts = [f"Alpha release step {n} runs on the staging cluster" for n in range(3)]
+    for n, text in enumerate(texts, start=1):
+        server.send(tool_call(n, "remember", text=text))
+    assert server.proc.stdin is not None
+    server.proc.stdin.close()
+    answers = {a["id"]: a for a in (server.answer() for _ in texts)}
+    assert server.proc.wait(timeout=30) == 0
+    for n in range(1, len(texts) + 1):
+        assert "result" in answers[n], answers[n]
+        assert answers[n]["result"]["isError"] is False, answers[n]
+    assert sorted(contents(alpha, data_dir)) == sorted(texts)
