@@ -6,7 +6,8 @@ decides afresh where it reads and writes:
 1. the call's `path` argument (relative paths are taken from the directory
    the next rule would give);
 2. the client's MCP roots (`file://` URIs; several roots must all lie in the
-   same workspace, else the call asks for `path`);
+   same workspace, else the call asks for `path`; so does a client that
+   declared roots and did not give them within ROOTS_WAIT_SECONDS);
 3. the server's working directory (clients start it in the project).
 
 That directory goes through `resolve_memory_context`, the one place that
@@ -30,20 +31,32 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
-from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
-from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
-from pydantic import Field
+import mcp_types
+from mcp.server.mcpserver import Context, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp.types import (
+    CallToolResult,
+    ListRootsRequest,
+    ListRootsResult,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import Field, ValidationError
 
 from .. import __version__, paths
 from ..config import Settings, apply_environment, load_settings
-from ..errors import MnemoError, RefusedError, UnboundError
+from ..errors import DataError, MnemoError, RefusedError, UnboundError, usage_error
 from ..report import Report, error_document, json_document
 
 INSTRUCTIONS = """\
@@ -60,13 +73,14 @@ PathArg = Annotated[str | None, Field(
     "the client reports). Leave it out to use the client's workspace root.")]
 
 _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-mcp")
+_log = logging.getLogger("dsh_mnemo.mcp")
 
 
 # ─── Where a call goes ─────────────────────────────────────────────────────
 
-def _root_paths(roots: ListRootsResult | None) -> list[Path]:
+def _root_paths(roots: ListRootsResult | RootsProblem | None) -> list[Path]:
     found: list[Path] = []
-    for root in (roots.roots if roots else []):
+    for root in (roots.roots if isinstance(roots, ListRootsResult) else []):
         parsed = urlparse(str(root.uri))
         if parsed.scheme == "file" and parsed.path:
             found.append(Path(unquote(parsed.path)))
@@ -165,29 +179,68 @@ async def _run(call: Callable[[], Report]) -> CallToolResult:
         except OSError as exc:
             where = f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
             return error_result(MnemoError(where, hint="Check the path and its permissions."))
+        except sqlite3.DatabaseError as exc:
+            _log.exception("a memory database failed")
+            return error_result(DataError(f"a memory database failed: {exc}",
+                                          hint="Run `mnemo doctor`."))
+        except Exception as exc:  # a bug: a tool error the client can show, never a crash
+            _log.exception("a tool failed")
+            return error_result(MnemoError(
+                f"unexpected error ({type(exc).__name__}: {exc})",
+                hint="The details are in the server's log (stderr); `mnemo doctor` checks "
+                     "the installation."))
 
     return await asyncio.get_running_loop().run_in_executor(_worker, guarded)
 
 
 # ─── Tools ─────────────────────────────────────────────────────────────────
 
-def client_roots(ctx: Context) -> ListRoots | None:
-    """Ask for the client's roots when it can answer (the framework does the asking)."""
+# The longest a call waits for the client's answer to roots/list: a client that
+# declares roots and never answers must not hold the call for ever.
+ROOTS_WAIT_SECONDS = 10.0
+
+
+class RootsProblem:
+    """A client that declared the roots capability but gave no roots: why."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+async def client_roots(ctx: Context) -> ListRootsResult | RootsProblem | None:
+    """The client's roots when it declares it can list them (None when it cannot)."""
     capabilities = ctx.client_capabilities
-    if capabilities is not None and capabilities.roots is not None:
-        return ListRoots()
-    return None
+    if capabilities is None or capabilities.roots is None:
+        return None
+    try:
+        return await ctx.session.send_request(
+            ListRootsRequest(), ListRootsResult,
+            request_read_timeout_seconds=ROOTS_WAIT_SECONDS,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+    except MCPError as exc:
+        if exc.error.code == mcp_types.REQUEST_TIMEOUT:
+            return RootsProblem(f"it did not answer roots/list within "
+                                f"{ROOTS_WAIT_SECONDS:.0f} s")
+        return RootsProblem(f"it answered roots/list with an error: {exc.error.message}")
+    except ValidationError:
+        return RootsProblem("its answer to roots/list is not a list of roots")
 
 
-Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
+Roots = Annotated[ListRootsResult | RootsProblem | None, Resolve(client_roots)]
 
 
-def _where(path: str | None, roots: ListRootsResult | None,
+def _where(path: str | None, roots: ListRootsResult | RootsProblem | None,
            settings: Settings) -> Path:
+    if isinstance(roots, RootsProblem) and not (
+            path and Path(path.strip()).expanduser().is_absolute()):
+        raise RefusedError(f"the client gave no roots ({roots.why}); nothing was read or "
+                           "written",
+                           hint="Pass `path` (absolute) to say which project this call is "
+                                "about.")
     return choose_directory(path, _root_paths(roots), Path.cwd(), settings)
 
 
-async def _in_project(path: str | None, roots: ListRootsResult | None,
+async def _in_project(path: str | None, roots: ListRootsResult | RootsProblem | None,
                       command: Callable[[Settings, Path], Report]) -> CallToolResult:
     """Run `command(settings, directory)` for a directory that has a memory (the tool's
     `path`, or the client's roots); an unbound directory is a tool error that says how
@@ -220,9 +273,251 @@ def _cut_long(report: Report) -> Report:
     return report
 
 
+# ─── The wire ──────────────────────────────────────────────────────────────
+
+def _invalid_arguments(tool: str, exc: ValidationError) -> MnemoError:
+    """Arguments the tool's schema rejects, said the way mnemo says a bad command line."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        given = "" if error["type"] == "missing" else f" (got {_shown(error.get('input'))})"
+        problems.append(f"`{where}`: {error['msg'][:1].lower()}{error['msg'][1:]}{given}")
+    return usage_error(f"invalid arguments for `{tool}`: {'; '.join(problems)}; nothing was "
+                       "read or written",
+                       hint=f"The input schema of `{tool}` (tools/list) gives each argument's "
+                            "type and range.")
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False) if _is_json(value) else repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class _Server(MCPServer):
+    """The SDK's server, with mnemo's answers where the SDK's say less."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
+            # Arguments that fail the schema: the SDK's text is pydantic's report,
+            # with a link per error; this one names each argument and what it got.
+            if isinstance(exc.__cause__, ValidationError):
+                return error_result(_invalid_arguments(name, exc.__cause__))
+            if exc.__cause__ is None and str(exc) == f"Unknown tool: {name}":
+                names = ", ".join(f"`{t.name}`" for t in await self.list_tools())
+                return error_result(usage_error(
+                    f"mnemo has no tool {json.dumps(name, ensure_ascii=False)[:80]}; "
+                    "nothing was read or written", hint=f"Its tools: {names}."))
+            raise
+
+    async def run_stdio_async(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async serves
+        async with stdio_server() as (read_stream, write_stream):
+            lines = _AnsweredLines(read_stream, write_stream)
+            await lowlevel.run(lines, _Answers(write_stream, lines),
+                               lowlevel.create_initialization_options())
+
+
+# The longest the end of stdin waits for the calls under way to answer.
+DRAIN_SECONDS = 30.0
+
+_LONE_SURROGATE = "[\ud800-\udfff]"
+
+
+def _mended(value: Any) -> Any:
+    """`value` with every lone UTF-16 surrogate in its strings made U+FFFD."""
+    import re
+
+    if isinstance(value, str):
+        return re.sub(_LONE_SURROGATE, "\ufffd", value)
+    if isinstance(value, list):
+        return [_mended(v) for v in value]
+    if isinstance(value, dict):
+        return {_mended(k): _mended(v) for k, v in value.items()}
+    return value
+
+
+def _message_of(exc: ValidationError) -> Any:
+    """The JSON value a line held when it parsed but is no JSON-RPC message (None if unknown)."""
+    for error in exc.errors(include_url=False):
+        if error["type"] in ("missing", "model_type") and len(error["loc"]) <= 2 \
+                and isinstance(error.get("input"), (dict, list)):
+            return error["input"]
+    return None
+
+
+def _what_is_wrong(value: Any, exc: ValidationError) -> str:
+    if isinstance(value, list):
+        return "a batch (a JSON array); batches are not supported, send one message a line"
+    if not isinstance(value, dict):
+        return "not a JSON-RPC 2.0 message (a JSON object)"
+    problems = sorted({f"`{'.'.join(str(p) for p in e['loc'][1:]) or 'message'}`: {e['msg']}"
+                       for e in exc.errors(include_url=False)
+                       if e["loc"][:1] == ("JSONRPCRequest",)})
+    return "not a JSON-RPC 2.0 request" + (f" ({'; '.join(problems)})" if problems else "")
+
+
+class _AnsweredLines:
+    """The stdio transport's read stream, with every line it could not read answered.
+
+    The SDK drops such a line without a word: a request in it never gets its
+    response and the client waits for ever.  Here a JSON line with lone UTF-16
+    surrogates (`\\ud83d`: what a JavaScript client sends for an emoji cut in
+    half) is read with each one as U+FFFD, as the transport already reads
+    invalid UTF-8; a line that is not JSON gets a parse error (id null); a JSON
+    value that is no JSON-RPC message gets an invalid-request error, with its
+    id when it has one (a notification or a response gets no answer).
+    """
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+        self.unanswered: set[int | str] = set()  # ids of the requests read, not yet answered
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    def __aiter__(self) -> _AnsweredLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            try:
+                item = await self._inner.__anext__()
+            except StopAsyncIteration:
+                await self._drain()
+                raise
+            if not isinstance(item, Exception):
+                self._note(item.message)
+                return item
+            try:
+                mended = await self._answer(item)
+            except Exception:  # answering must never end the session
+                _log.exception("a line the transport could not read was not answered")
+                continue
+            if mended is not None:
+                return mended
+
+    def _note(self, message: Any) -> None:
+        if isinstance(message, mcp_types.JSONRPCRequest):
+            self.unanswered.add(message.id)
+        elif isinstance(message, mcp_types.JSONRPCNotification) and \
+                message.method == "notifications/cancelled" and message.params:
+            self.unanswered.discard(message.params.get("requestId"))  # never answered
+
+    async def _drain(self) -> None:
+        """At the end of stdin, let the calls under way finish and send their answers.
+
+        The SDK cancels them at once and answers "Connection closed", though a
+        write under way still lands: a client that closes stdin and reads on
+        would take a stored memory for a failed one.
+        """
+        import anyio
+
+        deadline = anyio.current_time() + DRAIN_SECONDS
+        while self.unanswered and anyio.current_time() < deadline:
+            await anyio.sleep(0.02)
+
+    async def receive(self) -> Any:
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            import anyio
+
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnsweredLines:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc_info)
+
+    async def _answer(self, exc: Exception) -> SessionMessage | None:
+        if not isinstance(exc, ValidationError):
+            _log.warning("the transport could not read a message: %r", exc)
+            return None
+        unreadable = next((e for e in exc.errors(include_url=False)
+                           if e["type"] == "json_invalid"), None)
+        if unreadable is not None:
+            try:
+                value = _mended(json.loads(str(unreadable.get("input", ""))))
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
+                _log.warning("a line that is not JSON: %s", unreadable["msg"])
+                await self._reply(None, mcp_types.PARSE_ERROR,
+                                  f"parse error: the line is not JSON ({unreadable['msg']})")
+                return None
+            try:
+                return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(
+                    value, by_name=False))
+            except ValidationError as again:
+                exc = again
+        else:
+            value = _message_of(exc)
+        if isinstance(value, dict) and ("method" not in value or "id" not in value):
+            _log.warning("an invalid JSON-RPC notification or response was ignored")
+            return None
+        request_id = value.get("id") if isinstance(value, dict) else None
+        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+            request_id = None
+        what = _what_is_wrong(value, exc)
+        _log.warning("an invalid request was refused: %s", what)
+        await self._reply(request_id, mcp_types.INVALID_REQUEST, f"invalid request: {what}")
+        return None
+
+    async def _reply(self, request_id: int | str | None, code: int, message: str) -> None:
+        error = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                       error=mcp_types.ErrorData(code=code, message=message))
+        try:
+            await self._write.send(SessionMessage(error))
+        except Exception:  # the client is gone: nobody to answer
+            _log.debug("no answer sent: the stream is closed")
+
+
+class _Answers:
+    """The transport's write stream, telling `_AnsweredLines` which requests are answered."""
+
+    def __init__(self, inner: Any, lines: _AnsweredLines) -> None:
+        self._inner = inner
+        self._lines = lines
+
+    async def send(self, item: SessionMessage) -> None:
+        if isinstance(item.message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+            self._lines.unanswered.discard(item.message.id)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc_info)
+
+
 def build_server() -> MCPServer:
-    server = MCPServer("mnemo", title="mnemo project memory", version=__version__,
-                       instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("mnemo", title="mnemo project memory", version=__version__,
+                     instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(
         description="Store one durable memory for this project so future conversations can "
@@ -387,8 +682,28 @@ def build_server() -> MCPServer:
 
 def serve() -> None:
     """Run the server on stdin/stdout until the client closes the stream."""
+    import signal
+
     apply_environment(load_settings(), paths.data_dir())
-    build_server().run()
+    # SIGINT (Ctrl-C, or a client stopping the server) ends it at once, as SIGTERM
+    # does: Python's KeyboardInterrupt stopped the answers but left the process
+    # waiting, for ever, for the end of stdin.  A write it cuts is a rolled-back
+    # SQLite transaction, as under SIGTERM.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        build_server().run()
+    except BaseException as exc:
+        if not _client_gone(exc):
+            raise
+        _log.info("the client closed its end of stdout: nobody is left to answer")
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether `exc` is (a group of nothing but) the broken pipe of a closed stdout."""
+    inner = getattr(exc, "exceptions", None)  # an exception group, on any Python
+    if inner is not None:
+        return bool(inner) and all(_client_gone(e) for e in inner)
+    return isinstance(exc, BrokenPipeError)
 
 
 __all__ = ["build_server", "choose_directory", "serve"]

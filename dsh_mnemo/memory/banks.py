@@ -341,13 +341,15 @@ def due_namespaces(bank: str, base: Path | None = None,
 
 
 def due_count(bank: str, namespace: str, base: Path | None = None) -> int:
-    conn = connect_readonly(paths.bank_db_path(bank, base))
-    if conn is None:
-        return 0
-    try:
-        return due_counts(conn, sleep_cutoff(), namespace).get(namespace, 0)
-    finally:
-        conn.close()
+    db_path = paths.bank_db_path(bank, base)
+    with translate_sqlite_errors(db_path):  # a damaged bank: DataError, not a crash
+        conn = connect_readonly(db_path)
+        if conn is None:
+            return 0
+        try:
+            return due_counts(conn, sleep_cutoff(), namespace).get(namespace, 0)
+        finally:
+            conn.close()
 
 
 # ─── Statistics ────────────────────────────────────────────────────────────

@@ -832,27 +832,30 @@ def forget(ctx: MemoryContext, memory_id: str, *, base: Path | None = None) -> F
 
 def _deletable(target: Target, memory_id: str, base: Path | None) -> bool:
     db_path = target.db_path(base)
-    return bool(_owned_ids(db_path, target.namespace, [memory_id],
-                           allow_global=target is GLOBAL_TARGET)) \
-        or _legacy_owned(db_path, target.namespace, memory_id)
+    with banks.translate_sqlite_errors(db_path):  # a damaged bank: DataError, not a crash
+        return bool(_owned_ids(db_path, target.namespace, [memory_id],
+                               allow_global=target is GLOBAL_TARGET)) \
+            or _legacy_owned(db_path, target.namespace, memory_id)
 
 
 def _ids_starting(target: Target, prefix: str, base: Path | None) -> set[str]:
     """The ids of the rows `target` may delete that start with `prefix`."""
-    conn = banks.connect_readonly(target.db_path(base))
-    if conn is None:
-        return set()
+    db_path = target.db_path(base)
     clause = ("(session_id = ? OR scope = 'global')" if target is GLOBAL_TARGET
               else "session_id = ?")
     found: set[str] = set()
-    try:
-        for table, where in (("working_memory", clause), ("episodic_memory", clause),
-                             ("memories", "session_id = ?")):
-            found.update(row[0] for row in banks.rows(
-                conn, f"SELECT id FROM {table} WHERE substr(id, 1, ?) = ? AND {where}",
-                (len(prefix), prefix, target.namespace)))
-    finally:
-        conn.close()
+    with banks.translate_sqlite_errors(db_path):  # a damaged bank: DataError, not a crash
+        conn = banks.connect_readonly(db_path)
+        if conn is None:
+            return found
+        try:
+            for table, where in (("working_memory", clause), ("episodic_memory", clause),
+                                 ("memories", "session_id = ?")):
+                found.update(row[0] for row in banks.rows(
+                    conn, f"SELECT id FROM {table} WHERE substr(id, 1, ?) = ? AND {where}",
+                    (len(prefix), prefix, target.namespace)))
+        finally:
+            conn.close()
     return found
 
 

@@ -235,3 +235,24 @@ def test_an_id_too_short_for_a_prefix_says_how_long_one_must_be(bound: Path) -> 
         refused = runner.invoke(app, argv)
         assert refused.exit_code == ExitCode.REFUSED, (argv, refused.output)
     assert runner.invoke(app, ["forget", remembered[:4]]).exit_code == 0  # 4 are enough
+
+
+def test_forget_and_sleep_on_a_damaged_bank_say_so_without_a_traceback(
+        bound: Path, data_dir: Path) -> None:
+    # forget's ownership lookup and sleep's count of due rows read the bank
+    # outside the translation of SQLite's errors: DatabaseError was a traceback.
+    from dsh_mnemo.memory import banks, driver
+    from tests.mcp.test_mcp_hostile import damage
+
+    assert runner.invoke(app, ["remember", "We deploy with make release"]).exit_code == 0
+    banks.close_readers()  # as a new process would, nothing holds the bank open
+    driver.reset_cache()
+    (db,) = (data_dir / "banks").glob("ws-*/mnemosyne.db")
+    damaged = damage(db)
+    for argv in (["forget", "abcd1234"], ["forget", "abcd"], ["sleep", "--force"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == ExitCode.DATA, (argv, result.output)
+        assert isinstance(result.exception, SystemExit), argv
+        assert f"the database {db} is damaged" in result.stderr
+        assert "mnemo doctor" in result.stderr
+    assert db.read_bytes() == damaged
