@@ -66,7 +66,7 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
 
 
 def bind(path: Path | None, settings: Settings, *, decline: bool = False,
-         index: Index | None = None) -> Report:
+         new: bool = False, index: Index | None = None) -> Report:
     """Bind the repository around `path` (or decline it: the bind hint goes quiet)."""
     if decline:
         result = binding.decline(path, index=index)
@@ -78,7 +78,7 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
         return report.note(f"Declined {result.root}, but `hint.decline_days` is 0: the bind "
                            "hint still shows there.")
     index = index or Index()
-    result = binding.bind(path, index=index)
+    result = binding.bind(path, index=index, new=new)
     report = Report("bind", result)
     if result.status == "bound" and result.gitignore_hint:
         report.note("Commit .mnemosyne-id to share this memory with every checkout of the "

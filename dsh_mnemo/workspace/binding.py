@@ -38,7 +38,8 @@ class BindResult:
     shared_with: list[str] = field(default_factory=list)
 
 
-def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
+def bind(path: Path | None = None, *, index: Index | None = None, new: bool = False
+         ) -> BindResult:
     """Bind a directory to a new workspace, or report the one it already has.
 
     With no `path`, the directory bound is the repository around the
@@ -50,7 +51,11 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
 
     Idempotent: a directory inside a bound workspace reports it ("already
     bound") and adopts its marker into the index.  A broken marker on the
-    way up is refused rather than overwritten or shadowed.
+    way up is refused rather than overwritten or shadowed.  A directory the
+    index still gives a workspace with memories, whose marker is gone (deleted
+    by accident, `git clean`), is refused too: a new marker would hide that
+    memory.  The refusal names the rebind that restores it; `new` binds a new,
+    empty memory anyway.
     """
     index = index or Index()
     root = identity.check_bindable(path if path is not None else Path.cwd())
@@ -62,6 +67,8 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
             location = identity.find_workspace(root)
     if not location.found:
         _refuse_broken_marker(location)
+        if not new:
+            _refuse_lost_memory(index, root)
         workspace_uuid = identity.new_workspace_uuid()
         try:
             marker = identity.write_marker(root, workspace_uuid)
@@ -93,6 +100,32 @@ def _refuse_broken_marker(location: identity.Location) -> None:
     if location.problems:
         problem = location.problems[0]
         raise identity.MarkerError(Path(problem.path), problem.reason)
+
+
+def _refuse_lost_memory(index: Index, root: Path) -> None:
+    """Refuse to give `root` a new memory while the index says its workspace, with
+    memories, was last seen there and no directory holds its marker any more.
+
+    A copy whose original still holds the marker is not refused: giving the copy
+    a memory of its own is what `listing.own_memory_command` asks for.
+    """
+    from .listing import live_directories
+    from .orphans import workspace_rows
+
+    data = index.peek()
+    for entry in data.workspaces:
+        if entry.supersededBy or entry.lastSeenPath != str(root) \
+                or live_directories(entry, data):
+            continue
+        rows = workspace_rows(index, entry.namespace, entry.bank)
+        if rows:
+            raise RefusedError(
+                f"{root} is the directory of workspace {entry.displayName!r} ({rows} "
+                f"memories, {entry.namespace}), but its marker {identity.MARKER_NAME} is "
+                "missing; a new marker would hide that memory",
+                hint=f"To use that memory again: mnemo rebind {root} --from "
+                     f"{entry.namespace} (or, for a new, empty memory here instead: "
+                     f"mnemo bind --new {root})")
 
 
 def _register(index: Index, workspace_uuid: str, root: Path, *,
