@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..errors import DataError, RefusedError
+from ..faults import fault
 from ..memory.banks import TALK_SOURCE
 from ..record import field, record
 from ..report import Progress
@@ -326,6 +327,26 @@ def _present(target: Target, contents: list[str], base: Path | None) -> set[str]
     return found
 
 
+def _ids_of(target: Target, contents: list[str], base: Path | None) -> dict[str, str]:
+    """content -> id of the newest working-memory row of the namespace with that text."""
+    from ..memory.banks import connect_readonly
+
+    conn = connect_readonly(target.db_path(base))
+    if conn is None or not contents:
+        return {}
+    found: dict[str, str] = {}
+    try:
+        for start in range(0, len(contents), 400):
+            chunk = contents[start:start + 400]
+            marks = ",".join("?" * len(chunk))
+            found.update((content, str(memory_id)) for memory_id, content in conn.execute(
+                f"SELECT id, content FROM working_memory WHERE session_id = ? "
+                f"AND content IN ({marks}) ORDER BY rowid", (target.namespace, *chunk)))
+    finally:
+        conn.close()
+    return found
+
+
 def plan(sessions: list[formats.Session], settings: Settings, *, into: str | None = None,
          register: bool = False, base: Path | None = None,
          ledger: Ledger | None = None) -> tuple[list[_Plan], list[SkippedSession]]:
@@ -439,11 +460,13 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
     done = 0
     for entry in plans:
         summary, target = entry.summary, entry.target
+        summary.rows_consolidated += _finish_interrupted(entry, ledger, base)
         # Rows found already present are recorded too, so the next run skips them cheaply.
         ledger.record([(r.digest, target.bank, target.namespace, r.source, r.session,
                         r.turn, r.role, None) for r in entry.already])
         for start in range(0, len(entry.rows), BATCH):
             batch = entry.rows[start:start + BATCH]
+            ledger.begin([(r.digest, r.timestamp) for r in batch if r.timestamp])
             written: list[tuple[str, str]] = []
             recorded = []
             for row in batch:
@@ -458,11 +481,28 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
                         written.append((str(result.id), row.timestamp))
                 recorded.append((row.digest, target.bank, target.namespace, row.source,
                                  row.session, row.turn, row.role, result.id))
+            fault("import-after-write")
             summary.rows_consolidated += settle(target, written, base)
             ledger.record(recorded)
             done += len(batch)
             if progress:
                 progress("import", done, total)
+
+
+def _finish_interrupted(entry: _Plan, ledger: Ledger, base: Path | None) -> int:
+    """Give the rows an interrupted import wrote but did not settle their own time.
+
+    They are present now (so planned as already imported) and still pending in
+    the ledger; without this they would keep the time of the import that was
+    killed.  Returns the rows marked consolidated.
+    """
+    waiting = ledger.pending([r.digest for r in entry.already])
+    if not waiting:
+        return 0
+    rows = [r for r in entry.already if r.digest in waiting]
+    ids = _ids_of(entry.target, [r.content for r in rows], base)
+    return settle(entry.target, [(ids[r.content], waiting[r.digest]) for r in rows
+                                 if r.content in ids], base)
 
 
 def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,

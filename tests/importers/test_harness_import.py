@@ -125,6 +125,39 @@ def test_old_turns_keep_their_time_and_survive_the_trim(make_repo, home: Path,
         "Alpha releases on Fridays"}
 
 
+def test_an_import_killed_mid_batch_gives_its_rows_their_time_when_run_again(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """Killed after a batch's rows were written but before they got their own time:
+    the next run neither writes them again nor leaves them with the import's time."""
+    import os
+    import subprocess
+
+    from dsh_mnemo.faults import EXIT_CODE
+    from tests.conftest import mnemo_executable
+
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Alpha once chose sqlite", days_ago=40)
+    place("qwen", home, alpha.path, prompt="Alpha later chose postgres", days_ago=30)
+    killed = subprocess.run([mnemo_executable(), "import", "--write"], cwd=alpha.path,
+                            env=dict(os.environ, MNEMO_TEST_FAULT="import-after-write"),
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == EXIT_CODE, killed.stderr
+    # The batch was written, with the time of the import, then the kill.
+    assert [r[3] for r in rows(alpha, data_dir)] == [None, None]
+    again = run("--write")
+    assert again["rows_written"] == 0 and again["rows_already"] == 2
+    stored = {r[0]: r for r in rows(alpha, data_dir)}
+    assert set(stored) == {"[USER] Alpha once chose sqlite", "[USER] Alpha later chose postgres"}
+    for content, days in (("[USER] Alpha once chose sqlite", 40),
+                          ("[USER] Alpha later chose postgres", 30)):
+        age = datetime.now() - datetime.fromisoformat(stored[content][2])
+        assert timedelta(days=days - 1) < age < timedelta(days=days + 1), (content, age)
+        assert stored[content][3] is not None  # older than TTL/2: exempt from the trim
+    legacy = query(alpha.db(data_dir), "SELECT content, timestamp FROM memories")
+    assert sorted(legacy) == sorted((c, r[2]) for c, r in stored.items())
+    assert run("--write")["rows_written"] == 0
+
+
 def test_cleaning_is_capture_cleaning(make_repo, home: Path, data_dir: Path) -> None:
     configure(capture__roles=["user", "assistant"], capture__user_limit=60,
               capture__assistant_limit=30)
