@@ -261,10 +261,45 @@ def local_time(value: Any) -> str | None:
 
 # ─── Targets ───────────────────────────────────────────────────────────────
 
-def _harness_target(session: formats.Session, settings: Settings, *, register: bool
+class MovedDirectories:
+    """Where the workspace of a directory that no longer exists went, by the paths
+    the index recorded for each workspace (where it was bound, seen, and the
+    places of the entries it superseded): a session recorded in a repository that
+    was moved or renamed since still goes to that repository's memory."""
+
+    def __init__(self, base: Path | None = None) -> None:
+        self.base = base
+        self._data: Any = None
+
+    def identity_for(self, directory: str) -> str | None:
+        """The identity key of the workspace whose recorded path is `directory` or
+        the nearest of its parents; None when none is, or two workspaces are."""
+        if self._data is None:
+            from ..workspace.index import Index
+
+            self._data = Index(self.base).peek()
+        wanted = Path(directory)
+        best: dict[str, int] = {}
+        for entry in self._data.workspaces:
+            if entry.supersededBy:
+                continue  # its paths count for the entry that took over its memory
+            for path in self._data.known_paths(entry):
+                recorded = Path(path)
+                if recorded == wanted or recorded in wanted.parents:
+                    depth = len(recorded.parts)
+                    best[entry.identityKey] = max(depth, best.get(entry.identityKey, 0))
+        if not best:
+            return None
+        deepest = max(best.values())
+        keys = [key for key, depth in best.items() if depth == deepest]
+        return keys[0] if len(keys) == 1 else None
+
+
+def _harness_target(session: formats.Session, settings: Settings, *, register: bool,
+                    moved: MovedDirectories | None = None
                     ) -> tuple[Target | None, Any, SkippedSession | None]:
     from ..memory.targets import write_target
-    from ..workspace.context import resolve_memory_context
+    from ..workspace.context import resolve_known_workspace, resolve_memory_context
 
     def skipped(reason: str, hint: str | None = None) -> SkippedSession:
         return SkippedSession(session.source, session.session_id, session.path, session.cwd,
@@ -272,8 +307,15 @@ def _harness_target(session: formats.Session, settings: Settings, *, register: b
 
     if not session.cwd:
         return None, None, skipped("no-directory", session.note)
-    if not Path(session.cwd).is_absolute() or not Path(session.cwd).is_dir():
+    if not Path(session.cwd).is_absolute():
         return None, None, skipped("missing-directory")
+    if not Path(session.cwd).is_dir():
+        key = (moved or MovedDirectories()).identity_for(session.cwd)
+        known = key and resolve_known_workspace(key, session.session_id,
+                                                mode=settings.auto_write_scope)
+        if not known:
+            return None, None, skipped("missing-directory")
+        return write_target(known), known, None
     ctx = resolve_memory_context(session.cwd, session.session_id, settings,
                                  mode=settings.auto_write_scope, register=register)
     if ctx.workspace is None:
@@ -355,11 +397,13 @@ def plan(sessions: list[formats.Session], settings: Settings, *, into: str | Non
     plans: OrderedDict[tuple[str, str], _Plan] = OrderedDict()
     skipped: list[SkippedSession] = []
     fixed = into_target(into, settings, register=register) if into else None
+    moved = MovedDirectories(base)
     for session in sessions:
         if fixed is not None:
             target, ctx = fixed
         else:
-            target, ctx, skip = _harness_target(session, settings, register=register)
+            target, ctx, skip = _harness_target(session, settings, register=register,
+                                                moved=moved)
             if skip is not None:
                 skipped.append(skip)
                 continue

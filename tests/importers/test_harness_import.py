@@ -125,6 +125,31 @@ def test_old_turns_keep_their_time_and_survive_the_trim(make_repo, home: Path,
         "Alpha releases on Fridays"}
 
 
+@pytest.mark.parametrize("seen_since", [True, False])
+def test_sessions_of_a_repository_moved_since_go_to_its_memory(
+        seen_since: bool, make_repo, home: Path, data_dir: Path) -> None:
+    """The transcripts name the directory the repository had then: the index knows
+    where its workspace went (seen there since, or not yet), and only that."""
+    alpha = bind_repo(make_repo("alpha"))
+    (alpha.path / "src").mkdir()
+    place("claude-code", home, alpha.path, prompt="Alpha uses make release")
+    place("qwen", home, alpha.path / "src", prompt="Alpha src is typed")
+    place("codex", home, alpha.path.with_name("never-bound"), prompt="Nobody knows this")
+    moved = alpha.path.with_name("alpha-renamed")
+    alpha.path.rename(moved)
+    if seen_since:
+        assert mnemo("status", cwd=moved).exit_code == 0  # the index follows the marker
+    planned = run()
+    assert [(t["target"], t["rows_new"]) for t in planned["targets"]] == [
+        (str(moved) if seen_since else str(alpha.path), 2)]
+    assert [(s["reason"], s["cwd"]) for s in planned["skipped"]] == [
+        ("missing-directory", str(alpha.path.with_name("never-bound")))]
+    assert run("--write")["rows_written"] == 2
+    assert [r[0] for r in rows(alpha, data_dir)] == ["[USER] Alpha src is typed",
+                                                      "[USER] Alpha uses make release"]
+    assert run("--write")["rows_written"] == 0
+
+
 def test_an_import_killed_mid_batch_gives_its_rows_their_time_when_run_again(
         make_repo, home: Path, data_dir: Path) -> None:
     """Killed after a batch's rows were written but before they got their own time:
