@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,8 @@ def _refuse_lost_memory(index: Index, root: Path) -> None:
 
     data = index.peek()
     for entry in data.workspaces:
-        if entry.supersededBy or entry.lastSeenPath != str(root) \
-                or live_directories(entry, data):
+        if entry.supersededBy or not _same_directory(root, entry.lastSeenPath, data.known_paths(
+                entry)) or live_directories(entry, data):
             continue
         rows = workspace_rows(index, entry.namespace, entry.bank)
         if rows:
@@ -126,6 +127,20 @@ def _refuse_lost_memory(index: Index, root: Path) -> None:
                 hint=f"To use that memory again: mnemo rebind {root} --from "
                      f"{entry.namespace} (or, for a new, empty memory here instead: "
                      f"mnemo bind --new {root})")
+
+
+def _same_directory(root: Path, last_seen: str, recorded: list[str]) -> bool:
+    """Whether `root` is where the workspace was last seen, or is one of its recorded
+    directories reached by another path (a bind mount, a symlinked parent)."""
+    if last_seen == str(root):
+        return True
+    for path in recorded:
+        try:
+            if os.path.samefile(path, root):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _register(index: Index, workspace_uuid: str, root: Path, *,

@@ -262,6 +262,22 @@ def test_bind_after_a_lost_marker_refuses_and_names_the_rebind(remembered: Path)
     assert any("9102" in c for c in recall(remembered, "Prometheus metrics port"))
 
 
+def test_bind_after_a_lost_marker_knows_the_directory_by_another_path(remembered: Path,
+                                                                    projects: Path):
+    """The index saw the workspace through a second path to the same directory (a
+    bind mount; here a symlink the index kept unresolved): bind still refuses."""
+    namespace = Index().load().workspaces[0].namespace
+    other = projects / "mounted"
+    other.symlink_to(remembered)
+    with Index().transaction() as data:
+        data.workspaces[0].lastSeenPath = str(other)
+    (remembered / identity.MARKER_NAME).unlink()
+    result = runner.invoke(app, ["bind", str(remembered)])
+    assert result.exit_code == ExitCode.REFUSED, result.output
+    assert f"mnemo rebind {remembered} --from {namespace}" in " ".join(result.stderr.split())
+    assert not (remembered / identity.MARKER_NAME).exists()
+
+
 def test_bind_new_after_a_lost_marker_starts_an_empty_memory(remembered: Path):
     namespace = Index().load().workspaces[0].namespace
     (remembered / identity.MARKER_NAME).unlink()
