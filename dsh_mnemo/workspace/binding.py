@@ -103,30 +103,40 @@ def _refuse_broken_marker(location: identity.Location) -> None:
         raise identity.MarkerError(Path(problem.path), problem.reason)
 
 
-def _refuse_lost_memory(index: Index, root: Path) -> None:
-    """Refuse to give `root` a new memory while the index says its workspace, with
-    memories, was last seen there and no directory holds its marker any more.
+def lost_workspace(index: Index, root: Path | str) -> WorkspaceEntry | None:
+    """The workspace the index gives the directory `root` (seen there last, or at a
+    recorded path that is the same directory) whose marker no directory holds any
+    more: a marker deleted by accident, or by `git clean -x`.
 
-    A copy whose original still holds the marker is not refused: giving the copy
-    a memory of its own is what `listing.own_memory_command` asks for.
+    A copy whose original still holds the marker is not one: giving the copy a
+    memory of its own is what `listing.own_memory_command` asks for.  Reads the
+    index and stats the recorded paths; never opens a bank.
     """
+    root = Path(root)
+    data = index.peek()
+    mine = [e for e in data.workspaces if not e.supersededBy
+            and _same_directory(root, e.lastSeenPath, data.known_paths(e))]
+    if not mine:
+        return None  # the usual case: the listing module is not even imported
     from .listing import live_directories
+
+    return next((e for e in mine if not live_directories(e, data)), None)
+
+
+def _refuse_lost_memory(index: Index, root: Path) -> None:
+    """Refuse to give `root` a new memory over a lost workspace that has memories."""
     from .orphans import workspace_rows
 
-    data = index.peek()
-    for entry in data.workspaces:
-        if entry.supersededBy or not _same_directory(root, entry.lastSeenPath, data.known_paths(
-                entry)) or live_directories(entry, data):
-            continue
-        rows = workspace_rows(index, entry.namespace, entry.bank)
-        if rows:
-            raise RefusedError(
-                f"{root} is the directory of workspace {entry.displayName!r} ({rows} "
-                f"memories, {entry.namespace}), but its marker {identity.MARKER_NAME} is "
-                "missing; a new marker would hide that memory",
-                hint=f"To use that memory again: mnemo rebind {root} --from "
-                     f"{entry.namespace} (or, for a new, empty memory here instead: "
-                     f"mnemo bind --new {root})")
+    entry = lost_workspace(index, root)
+    rows = workspace_rows(index, entry.namespace, entry.bank) if entry else 0
+    if entry is not None and rows:
+        raise RefusedError(
+            f"{root} is the directory of workspace {entry.displayName!r} ({rows} "
+            f"memories, {entry.namespace}), but its marker {identity.MARKER_NAME} is "
+            "missing; a new marker would hide that memory",
+            hint=f"To use that memory again: mnemo rebind {root} --from "
+                 f"{entry.namespace} (or, for a new, empty memory here instead: "
+                 f"mnemo bind --new {root})")
 
 
 def _same_directory(root: Path, last_seen: str, recorded: list[str]) -> bool:
@@ -134,12 +144,17 @@ def _same_directory(root: Path, last_seen: str, recorded: list[str]) -> bool:
     directories reached by another path (a bind mount, a symlinked parent)."""
     if last_seen == str(root):
         return True
+    try:
+        here = os.stat(root)
+    except OSError:
+        return False
     for path in recorded:
         try:
-            if os.path.samefile(path, root):
-                return True
+            there = os.stat(path)
         except OSError:
             continue
+        if (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino):
+            return True
     return False
 
 
