@@ -278,6 +278,17 @@ def test_bind_after_a_lost_marker_knows_the_directory_by_another_path(remembered
     assert not (remembered / identity.MARKER_NAME).exists()
 
 
+def test_status_after_a_lost_marker_names_the_rebind(remembered: Path):
+    namespace = Index().load().workspaces[0].namespace
+    (remembered / identity.MARKER_NAME).unlink()
+    result = runner.invoke(app, ["status", str(remembered), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["bound"] is False
+    said = " ".join(result.stderr.split())
+    assert "marker .mnemosyne-id is missing" in said
+    assert f"mnemo rebind {remembered} --from {namespace}" in said
+
+
 def test_bind_new_after_a_lost_marker_starts_an_empty_memory(remembered: Path):
     namespace = Index().load().workspaces[0].namespace
     (remembered / identity.MARKER_NAME).unlink()
