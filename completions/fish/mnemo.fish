@@ -166,7 +166,7 @@ complete -c mnemo -n '__mnemo_in \'adopt\'' -l 'no-move' -d 'Only pin the namesp
 complete -c mnemo -n '__mnemo_in \'adopt\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'adopt\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'adopt\' 1' -F
-complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'from' -x -d 'The workspace whose memory this directory should use: its namespace, identity key (id:<uuid>) or last seen path.'
+complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'from' -x -d 'The workspace whose memory this directory should use: its namespace, identity key (id:<uuid>) or a path it was seen at.'
 complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'rebind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'rebind\' 0' -F

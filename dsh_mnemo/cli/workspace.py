@@ -204,7 +204,7 @@ def _adopted(result: Any) -> None:
 def rebind(path: WorkspacePathArg = None,
            source: Annotated[str | None, typer.Option(
                "--from", help="The workspace whose memory this directory should use: its "
-               "namespace, identity key (id:<uuid>) or last seen path.",
+               "namespace, identity key (id:<uuid>) or a path it was seen at.",
                show_default=False)] = None,
            json: JsonOpt = False):
     """Point a directory at an existing workspace's memory (no data moves).

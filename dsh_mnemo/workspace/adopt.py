@@ -172,6 +172,8 @@ def _find_entry(data: IndexData, source: str) -> WorkspaceEntry | None:
     except (OSError, RuntimeError):
         resolved = text
     matches = [e for e in data.workspaces if resolved in (e.lastSeenPath, e.canonicalPath)]
+    # A place the project was at before (moved twice, renamed): the paths recorded.
+    matches = matches or [e for e in data.workspaces if resolved in e.previousPaths]
     active = [e for e in matches if not e.supersededBy]
     return (active or matches or [None])[0]
 
@@ -188,7 +190,7 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
     """Make the directory `path` use the memory of the workspace `source`.
 
     `source` is the old workspace's namespace, identity key (or UUID), or the
-    path where it was last seen.
+    path where it was last seen (or seen before: `previousPaths`).
     """
     root = identity.check_bindable(path or Path.cwd())
     index = index or Index()
@@ -204,7 +206,7 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
     if old is None:
         raise RefusedError(f"no workspace matches {source!r}",
                            hint="Give a namespace, an identity key (id:<uuid>) or the "
-                                "path where it was last seen; see `mnemo workspaces`.")
+                                "path where it was seen; see `mnemo workspaces`.")
     holder = data.active_for(old.identityKey) or old
     location = identity.find_workspace(root)
     _refuse_foreign_marker(root, location)

@@ -322,6 +322,20 @@ def test_rebind_keeps_the_old_directory_with_the_memory(remembered: Path, projec
     assert shared.directories == [str(remembered), str(checkout)]
 
 
+def test_rebind_from_a_path_the_project_had_before(remembered: Path, projects: Path):
+    """Moved twice, then the marker lost: the middle place names the workspace too."""
+    namespace = Index().load().workspaces[0].namespace
+    middle, last = projects / "middle", projects / "last"
+    for place in (middle, last):
+        (remembered if place is middle else middle).rename(place)
+        assert cli_json("status", str(place))["namespace"] == namespace  # seen there
+    (last / identity.MARKER_NAME).unlink()
+    checkout = projects / "laptop" / "service"
+    checkout.mkdir(parents=True)
+    result = cli_json("rebind", str(checkout), "--from", str(middle))
+    assert result["namespace"] == namespace and result["rows"] == 1
+
+
 def test_rebind_of_an_entry_without_recorded_paths_still_groups_them(remembered: Path,
                                                                      projects: Path):
     """An index written before rebind recorded paths: the predecessor's own paths
