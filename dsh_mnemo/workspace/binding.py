@@ -114,8 +114,13 @@ def lost_workspace(index: Index, root: Path | str) -> WorkspaceEntry | None:
     """
     root = Path(root)
     data = index.peek()
+    try:
+        here = os.stat(root)
+    except OSError:
+        return None
     mine = [e for e in data.workspaces if not e.supersededBy
-            and _same_directory(root, e.lastSeenPath, data.known_paths(e))]
+            and _same_directory(root, (here.st_dev, here.st_ino), e.lastSeenPath,
+                                data.known_paths(e))]
     if not mine:
         return None  # the usual case: the listing module is not even imported
     from .listing import live_directories
@@ -139,21 +144,24 @@ def _refuse_lost_memory(index: Index, root: Path) -> None:
                  f"mnemo bind --new {root})")
 
 
-def _same_directory(root: Path, last_seen: str, recorded: list[str]) -> bool:
-    """Whether `root` is where the workspace was last seen, or is one of its recorded
-    directories reached by another path (a bind mount, a symlinked parent)."""
+def _same_directory(root: Path, here: tuple[int, int], last_seen: str,
+                    recorded: list[str]) -> bool:
+    """Whether `root` (device and inode `here`) is where the workspace was last seen,
+    or is one of its recorded directories reached by another path (a bind mount).
+
+    A recorded path spelled as `root` that is not the last seen one is a place the
+    project left (moved away): another project may live there now.
+    """
     if last_seen == str(root):
         return True
-    try:
-        here = os.stat(root)
-    except OSError:
-        return False
     for path in recorded:
+        if path == str(root):
+            continue
         try:
             there = os.stat(path)
         except OSError:
             continue
-        if (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino):
+        if (there.st_dev, there.st_ino) == here:
             return True
     return False
 

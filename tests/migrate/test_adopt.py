@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -287,6 +288,18 @@ def test_status_after_a_lost_marker_names_the_rebind(remembered: Path):
     said = " ".join(result.stderr.split())
     assert "marker .mnemosyne-id is missing" in said
     assert f"mnemo rebind {remembered} --from {namespace}" in said
+
+
+def test_bind_where_a_project_was_before_it_moved_is_not_refused(remembered: Path,
+                                                                projects: Path):
+    """The project moved away (and was seen there): a new one at its old place binds,
+    even once the moved project is gone too."""
+    moved = projects / "moved"
+    remembered.rename(moved)
+    assert cli_json("status", str(moved))["bound"]
+    shutil.rmtree(moved)
+    remembered.mkdir()
+    assert cli_json("bind", str(remembered))["status"] == "bound"
 
 
 def test_bind_new_after_a_lost_marker_starts_an_empty_memory(remembered: Path):
