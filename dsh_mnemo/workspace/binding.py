@@ -116,7 +116,7 @@ def lost_workspace(index: Index, root: Path | str) -> WorkspaceEntry | None:
     data = index.peek()
     try:
         here = os.stat(root)
-    except OSError:
+    except (OSError, ValueError):
         return None
     mine = [e for e in data.workspaces if not e.supersededBy
             and _same_directory(root, (here.st_dev, here.st_ino), e.lastSeenPath,
@@ -159,7 +159,7 @@ def _same_directory(root: Path, here: tuple[int, int], last_seen: str,
             continue
         try:
             there = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a damaged index's path
             continue
         if (there.st_dev, there.st_ino) == here:
             return True

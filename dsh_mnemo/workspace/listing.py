@@ -129,7 +129,7 @@ def live_directories(entry: WorkspaceEntry, data: IndexData) -> list[str]:
     for path in data.known_paths(entry):
         try:
             stat = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a damaged index's path
             continue
         if (stat.st_dev, stat.st_ino) in seen:
             continue

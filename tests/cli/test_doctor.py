@@ -102,6 +102,22 @@ def test_a_workspace_whose_marker_was_deleted_is_a_warning_naming_the_rebind(
     assert check["details"]["lost_namespace"] == namespace
 
 
+def test_a_nul_in_a_recorded_path_of_the_index_is_not_a_crash(make_repo, monkeypatch,
+                                                               data_dir) -> None:
+    """A damaged (or hand-edited) index whose path holds a NUL: stat raises ValueError,
+    not OSError; doctor, bind and workspaces carry on."""
+    repo = bound_repo_with_memory(make_repo, monkeypatch)
+    index = data_dir / "identity.json"
+    raw = json.loads(index.read_text())
+    raw["workspaces"][0]["previousPaths"] = [str(repo.parent / "lo\u0000st")]
+    index.write_text(json.dumps(raw))
+    code, report = run_doctor()
+    assert by_name(report)["shared-markers"]["status"] == "ok", report
+    loose = make_repo("loose")
+    assert runner.invoke(app, ["bind", str(loose)]).exit_code == 0
+    assert runner.invoke(app, ["workspaces"]).exit_code == 0
+
+
 def test_a_bound_workspace_and_its_bank_check_out(make_repo, monkeypatch, data_dir) -> None:
     # Set up in a separate process: connections this process kept open could
     # checkpoint a WAL at any moment and muddle the read-only comparison.
