@@ -88,7 +88,7 @@ class SkippedSession:
     session_id: str
     path: str
     cwd: str | None
-    reason: str  # "unbound" | "missing-directory" | "no-directory"
+    reason: str  # "unbound" | "missing-directory" | "no-directory" | "reused-directory"
     turns: int
     hint: str | None = None
 
@@ -271,15 +271,15 @@ class MovedDirectories:
         self.base = base
         self._data: Any = None
 
-    def identity_for(self, directory: str) -> str | None:
-        """The identity key of the workspace whose recorded path is `directory` or
-        the nearest of its parents; None when none is, or two workspaces are."""
+    def _recorded(self, directory: str) -> dict[str, tuple[int, Any]]:
+        """identity key -> (depth of its deepest recorded path that is `directory` or
+        one of its parents, the entry), over the active workspaces."""
         if self._data is None:
             from ..workspace.index import Index
 
             self._data = Index(self.base).peek()
         wanted = Path(directory)
-        best: dict[str, int] = {}
+        best: dict[str, tuple[int, Any]] = {}
         for entry in self._data.workspaces:
             if entry.supersededBy:
                 continue  # its paths count for the entry that took over its memory
@@ -287,12 +287,35 @@ class MovedDirectories:
                 recorded = Path(path)
                 if recorded == wanted or recorded in wanted.parents:
                     depth = len(recorded.parts)
-                    best[entry.identityKey] = max(depth, best.get(entry.identityKey, 0))
+                    if depth > best.get(entry.identityKey, (0, None))[0]:
+                        best[entry.identityKey] = (depth, entry)
+        return best
+
+    def identity_for(self, directory: str) -> str | None:
+        """The identity key of the workspace whose recorded path is `directory` or
+        the nearest of its parents; None when none is, or two workspaces are."""
+        best = self._recorded(directory)
         if not best:
             return None
-        deepest = max(best.values())
-        keys = [key for key, depth in best.items() if depth == deepest]
+        deepest = max(depth for depth, _ in best.values())
+        keys = [key for key, (depth, _) in best.items() if depth == deepest]
         return keys[0] if len(keys) == 1 else None
+
+    def earlier_owner(self, directory: str, owner: Any, root: str | None) -> Any:
+        """Another workspace recorded at `directory` (or at a parent no less deep
+        than `owner`'s root `root`): a project that lived there before `owner`."""
+        floor = len(Path(root).parts) if root else 0
+        return next((entry for key, (depth, entry) in self._recorded(directory).items()
+                     if key != owner.identityKey and depth >= floor), None)
+
+
+def _typed_since(session: formats.Session, since_ms: int) -> bool:
+    """Whether a turn of `session` carries a time at or after `since_ms`."""
+    for turn in session.turns:
+        local = local_time(turn.timestamp)
+        if local is not None and datetime.fromisoformat(local).timestamp() * 1000 >= since_ms:
+            return True
+    return False
 
 
 def _harness_target(session: formats.Session, settings: Settings, *, register: bool,
@@ -320,6 +343,15 @@ def _harness_target(session: formats.Session, settings: Settings, *, register: b
                                  mode=settings.auto_write_scope, register=register)
     if ctx.workspace is None:
         return None, None, skipped("unbound", f"run `mnemo bind` in {ctx.hint_root or session.cwd}")
+    # A directory another project lived in (moved away since) before this workspace
+    # was bound there: a session older than the bind may be either's.
+    earlier = (moved or MovedDirectories()).earlier_owner(session.cwd, ctx.workspace, ctx.root)
+    if earlier is not None and not _typed_since(session, ctx.workspace.boundAt):
+        return None, None, skipped(
+            "reused-directory",
+            f"workspace {earlier.displayName!r} ({earlier.lastSeenPath}) was at this "
+            f"directory before {ctx.workspace.displayName!r} was bound here, and this "
+            "session is older than that bind: whose it is cannot be told")
     return write_target(ctx), ctx, None
 
 

@@ -150,6 +150,34 @@ def test_sessions_of_a_repository_moved_since_go_to_its_memory(
     assert run("--write")["rows_written"] == 0
 
 
+def test_a_session_older_than_the_project_now_at_its_directory_is_not_given_to_it(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """`alpha` moved away and another repository was bound where it was: a session
+    typed there before that bind is not the newcomer's (nothing leaks between
+    projects); one typed after it is."""
+    from dsh_mnemo.workspace.index import Index, now_ms
+
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Alpha secret plans", days_ago=3)
+    moved = alpha.path.with_name("alpha-old")
+    alpha.path.rename(moved)
+    assert mnemo("status", cwd=moved).exit_code == 0  # seen at its new place
+    newcomer = bind_repo(make_repo("alpha"))
+    planned = run()
+    assert planned["targets"] == []
+    [skipped] = planned["skipped"]
+    assert (skipped["reason"], skipped["cwd"]) == ("reused-directory", str(alpha.path))
+    assert str(moved) in skipped["hint"]
+    assert run("--write")["rows_written"] == 0
+    assert rows(newcomer, data_dir) == [] and rows(alpha, data_dir) == []
+    # Bound before the session was typed: the session is the newcomer's.
+    with Index().transaction() as data:
+        (entry,) = data.by_namespace(newcomer.namespace)
+        entry.boundAt = now_ms() - 10 * 86_400_000
+    assert run("--write")["rows_written"] == 1
+    assert [r[0] for r in rows(newcomer, data_dir)] == ["[USER] Alpha secret plans"]
+
+
 def test_an_import_killed_mid_batch_gives_its_rows_their_time_when_run_again(
         make_repo, home: Path, data_dir: Path) -> None:
     """Killed after a batch's rows were written but before they got their own time:
