@@ -343,15 +343,18 @@ def _harness_target(session: formats.Session, settings: Settings, *, register: b
                                  mode=settings.auto_write_scope, register=register)
     if ctx.workspace is None:
         return None, None, skipped("unbound", f"run `mnemo bind` in {ctx.hint_root or session.cwd}")
-    # A directory another project lived in (moved away since) before this workspace
-    # was bound there: a session older than the bind may be either's.
-    earlier = (moved or MovedDirectories()).earlier_owner(session.cwd, ctx.workspace, ctx.root)
-    if earlier is not None and not _typed_since(session, ctx.workspace.boundAt):
+    # A directory another project lived in (moved away since): a session is this
+    # workspace's only if typed after it was bound here.  One bound elsewhere and
+    # moved in has no known time of arrival.
+    here = ctx.workspace
+    earlier = (moved or MovedDirectories()).earlier_owner(session.cwd, here, ctx.root)
+    if earlier is not None and not (here.canonicalPath == ctx.root
+                                    and _typed_since(session, here.boundAt)):
         return None, None, skipped(
             "reused-directory",
             f"workspace {earlier.displayName!r} ({earlier.lastSeenPath}) was at this "
-            f"directory before {ctx.workspace.displayName!r} was bound here, and this "
-            "session is older than that bind: whose it is cannot be told")
+            f"directory before {here.displayName!r}, and this session is not known to "
+            f"be newer than {here.displayName!r}'s arrival: whose it is cannot be told")
     return write_target(ctx), ctx, None
 
 

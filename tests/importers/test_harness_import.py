@@ -178,6 +178,24 @@ def test_a_session_older_than_the_project_now_at_its_directory_is_not_given_to_i
     assert [r[0] for r in rows(newcomer, data_dir)] == ["[USER] Alpha secret plans"]
 
 
+def test_a_session_in_a_directory_two_repositories_swapped_is_not_guessed(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """`alpha` and `beta` swap places: the markers move with them, and a session typed
+    in alpha's old directory goes to neither (beta was bound long before, elsewhere)."""
+    alpha = bind_repo(make_repo("alpha"))
+    beta = bind_repo(make_repo("beta"))
+    place("claude-code", home, alpha.path, prompt="Alpha secret plans", days_ago=3)
+    spare = alpha.path.with_name("spare")
+    alpha.path.rename(spare)
+    beta.path.rename(alpha.path)
+    spare.rename(beta.path)
+    for where in (alpha.path, beta.path):
+        assert mnemo("status", cwd=where).exit_code == 0  # both seen at their new places
+    [skipped] = run("--write")["skipped"]
+    assert (skipped["reason"], skipped["cwd"]) == ("reused-directory", str(alpha.path))
+    assert rows(alpha, data_dir) == [] and rows(beta, data_dir) == []
+
+
 def test_an_import_killed_mid_batch_gives_its_rows_their_time_when_run_again(
         make_repo, home: Path, data_dir: Path) -> None:
     """Killed after a batch's rows were written but before they got their own time:
