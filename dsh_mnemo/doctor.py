@@ -402,7 +402,21 @@ def check_workspace(cwd: Path, settings: Settings, base: Path) -> Check:
                      fix="Fix or remove the file (mnemo never guesses at a marker), then run "
                          "`mnemo bind` if this project should have a memory.", details=details)
     if not location.found:
-        where = location.git_top or location.start
+        from .workspace.binding import lost_workspace
+        from .workspace.context import hint_root_for
+
+        where = hint_root_for(location)
+        try:
+            lost = lost_workspace(Index(base), where)
+        except (MnemoError, OSError):
+            lost = None  # an unreadable data dir or index is another check's failure
+        if lost is not None:
+            details["lost_namespace"] = lost.namespace
+            return Check("workspace", WARN, f"{where} was workspace {lost.displayName!r}, but "
+                         f"its marker {identity.MARKER_NAME} is missing: its memory is not "
+                         "used here", fix=f"Restore it: mnemo rebind {where} --from "
+                         f"{lost.namespace} (or, for a new, empty memory instead: mnemo bind "
+                         f"--new {where})", details=details)
         return Check("workspace", INFO, f"{cwd} is not bound: hooks here only suggest "
                      "`mnemo bind`", fix=f"Run `mnemo bind {where}` to give this project a "
                      "memory.", details=details)

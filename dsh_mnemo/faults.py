@@ -33,6 +33,7 @@ POINTS = (
     "bind-after-marker",  # bind: marker written, index entry not yet
     "adopt-after-index",  # adopt: index entry written, marker not yet
     "rebind-after-index",  # rebind: index switched, marker not yet
+    "import-after-write",  # import: a batch's rows written, their time and ledger not yet
     "server-after-answer",  # resident server: a hook answered, its after-work still queued
 )
 

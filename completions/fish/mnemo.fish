@@ -152,6 +152,7 @@ complete -c mnemo -n '__mnemo_in \'\'' -l 'data-dir' -r -F -d 'Data directory (i
 complete -c mnemo -n '__mnemo_in \'\'' -l 'version' -d 'Show the version and exit.'
 complete -c mnemo -n '__mnemo_in \'\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'bind\'' -l 'decline' -d 'Do not bind; silence the bind hint here for `hint.decline_days` days (30 by default).'
+complete -c mnemo -n '__mnemo_in \'bind\'' -l 'new' -d 'Bind a new, empty memory even where the index says this directory\'s workspace (with memories) lost its marker; without it, bind refuses and names the `mnemo rebind` that restores that memory.'
 complete -c mnemo -n '__mnemo_in \'bind\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'bind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'bind\' 0' -F
@@ -165,7 +166,7 @@ complete -c mnemo -n '__mnemo_in \'adopt\'' -l 'no-move' -d 'Only pin the namesp
 complete -c mnemo -n '__mnemo_in \'adopt\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'adopt\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'adopt\' 1' -F
-complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'from' -x -d 'The workspace whose memory this directory should use: its namespace, identity key (id:<uuid>) or last seen path.'
+complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'from' -x -d 'The workspace whose memory this directory should use: its namespace, identity key (id:<uuid>) or a path it was seen at.'
 complete -c mnemo -n '__mnemo_in \'rebind\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'rebind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'rebind\' 0' -F

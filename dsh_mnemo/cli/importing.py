@@ -99,7 +99,8 @@ def _imported(report: Any) -> None:
         err.print(f"[yellow]Skipped {count} session{'s' if count != 1 else ''}:[/]")
         for s in report.skipped[:10]:
             why = {"unbound": "directory not bound", "missing-directory":
-                   "directory no longer exists", "no-directory": "no directory recorded"
+                   "directory no longer exists", "no-directory": "no directory recorded",
+                   "reused-directory": "another project lived in this directory before"
                    }.get(s.reason, s.reason)
             err.print(f"  {s.source} {escape(s.session_id[:36])}  {escape(s.cwd or '-')}: "
                       f"{why}" + (f" ({escape(s.hint)})" if s.hint else ""))

@@ -47,9 +47,13 @@ def bind(path: BindPathArg = None,
          decline: Annotated[bool, typer.Option(
              "--decline", help="Do not bind; silence the bind hint here for "
              "`hint.decline_days` days (30 by default).")] = False,
+         new: Annotated[bool, typer.Option(
+             "--new", help="Bind a new, empty memory even where the index says this "
+             "directory's workspace (with memories) lost its marker; without it, bind "
+             "refuses and names the `mnemo rebind` that restores that memory.")] = False,
          json: JsonOpt = False):
     """Bind a repository (or a directory) to a workspace memory, once per repository."""
-    return core.bind(path, settings(), decline=decline)
+    return core.bind(path, settings(), decline=decline, new=new)
 
 
 @view("bind")
@@ -121,8 +125,12 @@ def _workspaces(report: Any) -> None:
         section()
         grid = table("name", "state", "path", "namespace")
         for row in report.workspaces:
-            grid.add_row(escape(row.display_name), row.state, escape(row.last_seen_path),
-                         row.namespace[:30] + "…")
+            # A superseded entry follows the one that took over its memory.
+            name = f"└ {row.display_name}" if row.superseded_by else row.display_name
+            where = escape(row.last_seen_path)
+            if row.previous_paths and not row.superseded_by:
+                where += "".join(f"\n[dim]was {escape(p)}[/]" for p in row.previous_paths)
+            grid.add_row(escape(name), row.state, where, row.namespace[:30] + "…")
         out.print(grid)
     if report.orphans:
         section()
@@ -196,7 +204,7 @@ def _adopted(result: Any) -> None:
 def rebind(path: WorkspacePathArg = None,
            source: Annotated[str | None, typer.Option(
                "--from", help="The workspace whose memory this directory should use: its "
-               "namespace, identity key (id:<uuid>) or last seen path.",
+               "namespace, identity key (id:<uuid>) or a path it was seen at.",
                show_default=False)] = None,
            json: JsonOpt = False):
     """Point a directory at an existing workspace's memory (no data moves).

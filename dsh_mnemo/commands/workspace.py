@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..config import Settings
-from ..errors import RefusedError
+from ..errors import MnemoError, RefusedError
 from ..memory.banks import MEMORY_TABLES
 from ..report import Progress, Report
 from ..workspace import adopt as adopting
@@ -66,7 +67,7 @@ def adopt(namespace: str, path: Path | None = None, *, move: bool = True,
 
 
 def bind(path: Path | None, settings: Settings, *, decline: bool = False,
-         index: Index | None = None) -> Report:
+         new: bool = False, index: Index | None = None) -> Report:
     """Bind the repository around `path` (or decline it: the bind hint goes quiet)."""
     if decline:
         result = binding.decline(path, index=index)
@@ -78,7 +79,7 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
         return report.note(f"Declined {result.root}, but `hint.decline_days` is 0: the bind "
                            "hint still shows there.")
     index = index or Index()
-    result = binding.bind(path, index=index)
+    result = binding.bind(path, index=index, new=new)
     report = Report("bind", result)
     if result.status == "bound" and result.gitignore_hint:
         report.note("Commit .mnemosyne-id to share this memory with every checkout of the "
@@ -123,7 +124,28 @@ def status(path: Path | None, settings: Settings, *, session_id: str | None = No
         report.warn(recovery.describe())  # its notice could not be written
     for problem in result.marker_problems:
         report.warn(f"Ignored {problem['path']}: {problem['reason']}")
+    if not result.bound and result.reason == "unbound":
+        lost = _lost_here(path, index)
+        if lost is not None:
+            root, entry = lost
+            report.warn(f"{root} was workspace {entry.displayName!r} ({entry.namespace}), "
+                        f"but its marker {identity.MARKER_NAME} is missing, so that memory is "
+                        f"not used. Restore it with: mnemo rebind {root} --from "
+                        f"{entry.namespace}")
     return report
+
+
+def _lost_here(path: Path | None, index: Index) -> tuple[Path, Any] | None:
+    """The directory `mnemo bind` would bind here, and the workspace the index still
+    gives it whose marker is gone (None when there is none)."""
+    from ..workspace.context import hint_root_for
+
+    try:
+        root = hint_root_for(identity.find_workspace(path or Path.cwd()))
+        entry = binding.lost_workspace(index, root)
+    except (OSError, MnemoError):
+        return None
+    return (root, entry) if entry is not None else None
 
 
 def workspaces(cwd: Path | None = None, *, index: Index | None = None) -> Report:

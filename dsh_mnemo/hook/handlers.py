@@ -372,14 +372,17 @@ def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
     if not ctx.bound:
         if not (ctx.reason == REASON_UNBOUND and settings["hint.enabled"] and ctx.hint_root):
             return None
-        from .inject import broken_marker_line, hint_line
+        from .inject import broken_marker_line, hint_line, lost_marker_line
 
         if ctx.problems:
             # `mnemo bind` would refuse here: say what is wrong instead.
             line = broken_marker_line(ctx.problems[0].path, ctx.problems[0].reason)
         elif _bindable(ctx.hint_root) and not _declined(ctx.hint_root,
                                                          int(settings["hint.decline_days"])):
-            line = hint_line(ctx.hint_root)
+            lost = _lost(ctx.hint_root)
+            # A lost marker: the rebind that gives the memory back, not a new bind.
+            line = lost_marker_line(ctx.hint_root, lost.displayName, lost.namespace) \
+                if lost is not None else hint_line(ctx.hint_root)
         else:
             return None
         return line if spool.mark_hinted() else None
@@ -396,6 +399,13 @@ def _bindable(root: str) -> bool:
         return never_a_root(Path(root).resolve()) is None
     except (OSError, RuntimeError):
         return False
+
+
+def _lost(root: str) -> Any:
+    from ..workspace.binding import lost_workspace
+    from ..workspace.index import Index
+
+    return lost_workspace(Index(), root)
 
 
 def _declined(root: str, days: int) -> bool:

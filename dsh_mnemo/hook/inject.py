@@ -204,6 +204,16 @@ def hint_line(root: str) -> str:
             "silence this hint).")
 
 
+def lost_marker_line(root: str, name: str, namespace: str) -> str:
+    """The hint when the directory's workspace lost its marker: `mnemo bind` would
+    refuse (a new marker would hide that memory), the rebind restores it."""
+    where = sanitize(root)[:200]
+    return (f"{HINT_PREFIX}This directory ({where}) had the project memory "
+            f"{sanitize(name)[:80]!r}, but its marker .mnemosyne-id is missing, so that "
+            "memory is not used. The user can restore it with `mnemo rebind "
+            f"{where} --from {sanitize(namespace)[:90]}`.")
+
+
 def broken_marker_line(marker: str, reason: str) -> str:
     """The hint when a `.mnemosyne-id` on the way up is not a valid marker.
 

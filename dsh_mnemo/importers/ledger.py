@@ -9,6 +9,11 @@ back.  The ledger is a plain SQLite file beside the banks, never one of
 them: losing it costs nothing but the forget memory, because the import
 also skips any turn whose exact text the namespace already holds (which is
 also how turns the hooks captured live are recognised).
+
+A batch is noted as *pending* (digest and the turn's original time) before
+its rows are written, and leaves that list when it is recorded.  An import
+killed in between wrote rows that still carry the time of the import: the
+next run finds them present, and gives them back their own time.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS imported (
     role TEXT NOT NULL,
     memory_id TEXT,          -- NULL: the write filter rejected the text
     imported_at INTEGER NOT NULL
+)"""
+PENDING_SCHEMA = """CREATE TABLE IF NOT EXISTS pending (
+    digest TEXT PRIMARY KEY,
+    timestamp TEXT NOT NULL  -- the turn's own time, which the written row must get
 )"""
 
 
@@ -64,6 +73,7 @@ class Ledger:
             self._conn = sqlite3.connect(self.path, timeout=10.0)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(SCHEMA)
+            self._conn.execute(PENDING_SCHEMA)
             self._conn.commit()
         else:
             from ..memory.banks import readonly_uri
@@ -73,20 +83,37 @@ class Ledger:
         return self._conn
 
     def has(self, digests: list[str]) -> set[str]:
+        return set(self._select("SELECT digest, NULL FROM imported", digests))
+
+    def pending(self, digests: list[str]) -> dict[str, str]:
+        """Of `digests`, those of a batch that was being written when its import
+        stopped: digest -> the turn's own time."""
+        return self._select("SELECT digest, timestamp FROM pending", digests)
+
+    def _select(self, query: str, digests: list[str]) -> dict[str, str]:
         conn = self._open(write=False)
         if conn is None or not digests:
-            return set()
-        found: set[str] = set()
+            return {}
+        found: dict[str, str] = {}
         try:
             for start in range(0, len(digests), 500):
                 chunk = digests[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                found.update(row[0] for row in conn.execute(
-                    f"SELECT digest FROM imported WHERE digest IN ({marks})", chunk))
+                found.update(conn.execute(f"{query} WHERE digest IN ({marks})", chunk))
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
         return found
+
+    def begin(self, rows: list[tuple[str, str]]) -> None:
+        """(digest, the turn's own time) of rows about to be written."""
+        if not rows:
+            return
+        conn = self._open(write=True)
+        assert conn is not None
+        conn.executemany("INSERT OR REPLACE INTO pending (digest, timestamp) VALUES (?, ?)",
+                         rows)
+        conn.commit()
 
     def record(self, rows: list[tuple[str, str, str, str, str, int, str, str | None]]) -> None:
         """(digest, bank, namespace, source, session, turn, role, memory_id) per row."""
@@ -99,6 +126,7 @@ class Ledger:
                          "session, turn, role, memory_id, imported_at) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          [(*row, stamp) for row in rows])
+        conn.executemany("DELETE FROM pending WHERE digest = ?", [(row[0],) for row in rows])
         conn.commit()
 
     def close(self) -> None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..errors import DataError, RefusedError
+from ..faults import fault
 from ..memory.banks import TALK_SOURCE
 from ..record import field, record
 from ..report import Progress
@@ -87,7 +88,7 @@ class SkippedSession:
     session_id: str
     path: str
     cwd: str | None
-    reason: str  # "unbound" | "missing-directory" | "no-directory"
+    reason: str  # "unbound" | "missing-directory" | "no-directory" | "reused-directory"
     turns: int
     hint: str | None = None
 
@@ -260,10 +261,68 @@ def local_time(value: Any) -> str | None:
 
 # ─── Targets ───────────────────────────────────────────────────────────────
 
-def _harness_target(session: formats.Session, settings: Settings, *, register: bool
+class MovedDirectories:
+    """Where the workspace of a directory that no longer exists went, by the paths
+    the index recorded for each workspace (where it was bound, seen, and the
+    places of the entries it superseded): a session recorded in a repository that
+    was moved or renamed since still goes to that repository's memory."""
+
+    def __init__(self, base: Path | None = None) -> None:
+        self.base = base
+        self._data: Any = None
+
+    def _recorded(self, directory: str) -> dict[str, tuple[int, Any]]:
+        """identity key -> (depth of its deepest recorded path that is `directory` or
+        one of its parents, the entry), over the active workspaces."""
+        if self._data is None:
+            from ..workspace.index import Index
+
+            self._data = Index(self.base).peek()
+        wanted = Path(directory)
+        best: dict[str, tuple[int, Any]] = {}
+        for entry in self._data.workspaces:
+            if entry.supersededBy:
+                continue  # its paths count for the entry that took over its memory
+            for path in self._data.known_paths(entry):
+                recorded = Path(path)
+                if recorded == wanted or recorded in wanted.parents:
+                    depth = len(recorded.parts)
+                    if depth > best.get(entry.identityKey, (0, None))[0]:
+                        best[entry.identityKey] = (depth, entry)
+        return best
+
+    def identity_for(self, directory: str) -> str | None:
+        """The identity key of the workspace whose recorded path is `directory` or
+        the nearest of its parents; None when none is, or two workspaces are."""
+        best = self._recorded(directory)
+        if not best:
+            return None
+        deepest = max(depth for depth, _ in best.values())
+        keys = [key for key, (depth, _) in best.items() if depth == deepest]
+        return keys[0] if len(keys) == 1 else None
+
+    def earlier_owner(self, directory: str, owner: Any, root: str | None) -> Any:
+        """Another workspace recorded at `directory` (or at a parent no less deep
+        than `owner`'s root `root`): a project that lived there before `owner`."""
+        floor = len(Path(root).parts) if root else 0
+        return next((entry for key, (depth, entry) in self._recorded(directory).items()
+                     if key != owner.identityKey and depth >= floor), None)
+
+
+def _typed_since(session: formats.Session, since_ms: int) -> bool:
+    """Whether a turn of `session` carries a time at or after `since_ms`."""
+    for turn in session.turns:
+        local = local_time(turn.timestamp)
+        if local is not None and datetime.fromisoformat(local).timestamp() * 1000 >= since_ms:
+            return True
+    return False
+
+
+def _harness_target(session: formats.Session, settings: Settings, *, register: bool,
+                    moved: MovedDirectories | None = None
                     ) -> tuple[Target | None, Any, SkippedSession | None]:
     from ..memory.targets import write_target
-    from ..workspace.context import resolve_memory_context
+    from ..workspace.context import resolve_known_workspace, resolve_memory_context
 
     def skipped(reason: str, hint: str | None = None) -> SkippedSession:
         return SkippedSession(session.source, session.session_id, session.path, session.cwd,
@@ -271,12 +330,31 @@ def _harness_target(session: formats.Session, settings: Settings, *, register: b
 
     if not session.cwd:
         return None, None, skipped("no-directory", session.note)
-    if not Path(session.cwd).is_absolute() or not Path(session.cwd).is_dir():
+    if not Path(session.cwd).is_absolute():
         return None, None, skipped("missing-directory")
+    if not Path(session.cwd).is_dir():
+        key = (moved or MovedDirectories()).identity_for(session.cwd)
+        known = key and resolve_known_workspace(key, session.session_id,
+                                                mode=settings.auto_write_scope)
+        if not known:
+            return None, None, skipped("missing-directory")
+        return write_target(known), known, None
     ctx = resolve_memory_context(session.cwd, session.session_id, settings,
                                  mode=settings.auto_write_scope, register=register)
     if ctx.workspace is None:
         return None, None, skipped("unbound", f"run `mnemo bind` in {ctx.hint_root or session.cwd}")
+    # A directory another project lived in (moved away since): a session is this
+    # workspace's only if typed after it was bound here.  One bound elsewhere and
+    # moved in has no known time of arrival.
+    here = ctx.workspace
+    earlier = (moved or MovedDirectories()).earlier_owner(session.cwd, here, ctx.root)
+    if earlier is not None and not (here.canonicalPath == ctx.root
+                                    and _typed_since(session, here.boundAt)):
+        return None, None, skipped(
+            "reused-directory",
+            f"workspace {earlier.displayName!r} ({earlier.lastSeenPath}) was at this "
+            f"directory before {here.displayName!r}, and this session is not known to "
+            f"be newer than {here.displayName!r}'s arrival: whose it is cannot be told")
     return write_target(ctx), ctx, None
 
 
@@ -326,6 +404,26 @@ def _present(target: Target, contents: list[str], base: Path | None) -> set[str]
     return found
 
 
+def _ids_of(target: Target, contents: list[str], base: Path | None) -> dict[str, str]:
+    """content -> id of the newest working-memory row of the namespace with that text."""
+    from ..memory.banks import connect_readonly
+
+    conn = connect_readonly(target.db_path(base))
+    if conn is None or not contents:
+        return {}
+    found: dict[str, str] = {}
+    try:
+        for start in range(0, len(contents), 400):
+            chunk = contents[start:start + 400]
+            marks = ",".join("?" * len(chunk))
+            found.update((content, str(memory_id)) for memory_id, content in conn.execute(
+                f"SELECT id, content FROM working_memory WHERE session_id = ? "
+                f"AND content IN ({marks}) ORDER BY rowid", (target.namespace, *chunk)))
+    finally:
+        conn.close()
+    return found
+
+
 def plan(sessions: list[formats.Session], settings: Settings, *, into: str | None = None,
          register: bool = False, base: Path | None = None,
          ledger: Ledger | None = None) -> tuple[list[_Plan], list[SkippedSession]]:
@@ -334,11 +432,13 @@ def plan(sessions: list[formats.Session], settings: Settings, *, into: str | Non
     plans: OrderedDict[tuple[str, str], _Plan] = OrderedDict()
     skipped: list[SkippedSession] = []
     fixed = into_target(into, settings, register=register) if into else None
+    moved = MovedDirectories(base)
     for session in sessions:
         if fixed is not None:
             target, ctx = fixed
         else:
-            target, ctx, skip = _harness_target(session, settings, register=register)
+            target, ctx, skip = _harness_target(session, settings, register=register,
+                                                moved=moved)
             if skip is not None:
                 skipped.append(skip)
                 continue
@@ -439,11 +539,13 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
     done = 0
     for entry in plans:
         summary, target = entry.summary, entry.target
+        summary.rows_consolidated += _finish_interrupted(entry, ledger, base)
         # Rows found already present are recorded too, so the next run skips them cheaply.
         ledger.record([(r.digest, target.bank, target.namespace, r.source, r.session,
                         r.turn, r.role, None) for r in entry.already])
         for start in range(0, len(entry.rows), BATCH):
             batch = entry.rows[start:start + BATCH]
+            ledger.begin([(r.digest, r.timestamp) for r in batch if r.timestamp])
             written: list[tuple[str, str]] = []
             recorded = []
             for row in batch:
@@ -458,11 +560,28 @@ def execute(plans: list[_Plan], *, base: Path | None = None, ledger: Ledger | No
                         written.append((str(result.id), row.timestamp))
                 recorded.append((row.digest, target.bank, target.namespace, row.source,
                                  row.session, row.turn, row.role, result.id))
+            fault("import-after-write")
             summary.rows_consolidated += settle(target, written, base)
             ledger.record(recorded)
             done += len(batch)
             if progress:
                 progress("import", done, total)
+
+
+def _finish_interrupted(entry: _Plan, ledger: Ledger, base: Path | None) -> int:
+    """Give the rows an interrupted import wrote but did not settle their own time.
+
+    They are present now (so planned as already imported) and still pending in
+    the ledger; without this they would keep the time of the import that was
+    killed.  Returns the rows marked consolidated.
+    """
+    waiting = ledger.pending([r.digest for r in entry.already])
+    if not waiting:
+        return 0
+    rows = [r for r in entry.already if r.digest in waiting]
+    ids = _ids_of(entry.target, [r.content for r in rows], base)
+    return settle(entry.target, [(ids[r.content], waiting[r.digest]) for r in rows
+                                 if r.content in ids], base)
 
 
 def run_import(settings: Settings, sources: list[str], *, dry_run: bool = True,

@@ -26,7 +26,7 @@ from ..faults import fault
 from ..record import record
 from . import identity
 from .index import Index, IndexData, WorkspaceEntry, mint_entry
-from .orphans import default_stats, workspace_rows
+from .orphans import aside_hints, default_stats, workspace_rows
 
 
 @record
@@ -125,12 +125,16 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
         if not bank_db.exists() and not (default_rows and default_rows.all_rows):
             raise RefusedError(f"no rows of {namespace} exist in any database: nothing "
                                "to adopt", hint="`mnemo workspaces` lists the orphans.")
+        # Where the orphan lived, when a set-aside index still says so.
+        hint = aside_hints(index).get(namespace)
         workspace_uuid = identity.new_workspace_uuid()
         key = identity.identity_key_for(workspace_uuid)
         with index.transaction() as fresh:
             if any(not e.supersededBy for e in fresh.by_namespace(namespace)):
                 raise RefusedError(f"{namespace} was adopted by another process meanwhile")
             entry = mint_entry(key, root, namespace=namespace, bank=bank)
+            if hint is not None and hint.last_seen_path:
+                entry.add_previous(hint.last_seen_path)
             fresh.workspaces.append(entry)
         fault("adopt-after-index")
         identity.write_marker(root, workspace_uuid)
@@ -139,7 +143,7 @@ def adopt(namespace: str, path: Path | None = None, *, index: Index | None = Non
         with index.transaction() as fresh:
             current = fresh.by_identity(entry.identityKey)
             if current is not None:
-                current.lastSeenPath = str(root)
+                current.see_at(str(root))
     stats = default_stats(index, namespace)
     in_default = stats.rows if stats else 0
     result = AdoptResult(
@@ -168,6 +172,8 @@ def _find_entry(data: IndexData, source: str) -> WorkspaceEntry | None:
     except (OSError, RuntimeError):
         resolved = text
     matches = [e for e in data.workspaces if resolved in (e.lastSeenPath, e.canonicalPath)]
+    # A place the project was at before (moved twice, renamed): the paths recorded.
+    matches = matches or [e for e in data.workspaces if resolved in e.previousPaths]
     active = [e for e in matches if not e.supersededBy]
     return (active or matches or [None])[0]
 
@@ -184,7 +190,7 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
     """Make the directory `path` use the memory of the workspace `source`.
 
     `source` is the old workspace's namespace, identity key (or UUID), or the
-    path where it was last seen.
+    path where it was last seen (or seen before: `previousPaths`).
     """
     root = identity.check_bindable(path or Path.cwd())
     index = index or Index()
@@ -200,7 +206,7 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
     if old is None:
         raise RefusedError(f"no workspace matches {source!r}",
                            hint="Give a namespace, an identity key (id:<uuid>) or the "
-                                "path where it was last seen; see `mnemo workspaces`.")
+                                "path where it was seen; see `mnemo workspaces`.")
     holder = data.active_for(old.identityKey) or old
     location = identity.find_workspace(root)
     _refuse_foreign_marker(root, location)
@@ -241,7 +247,11 @@ def rebind(path: Path | None, source: str | None, *, index: Index | None = None
             fresh.workspaces.append(entry)
         else:
             entry.namespace, entry.bank = previous.namespace, previous.bank
-            entry.lastSeenPath, entry.supersededBy = str(root), None
+            entry.see_at(str(root))
+            entry.supersededBy = None
+        # The memory's earlier directories (the old checkout, where a moved project
+        # was) stay with it: doctor finds a copy still holding the old marker.
+        entry.add_previous(*fresh.known_paths(previous))
         previous.supersededBy = key
         superseded = previous.identityKey
     fault("rebind-after-index")

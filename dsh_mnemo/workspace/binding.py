@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ class BindResult:
     shared_with: list[str] = field(default_factory=list)
 
 
-def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
+def bind(path: Path | None = None, *, index: Index | None = None, new: bool = False
+         ) -> BindResult:
     """Bind a directory to a new workspace, or report the one it already has.
 
     With no `path`, the directory bound is the repository around the
@@ -51,7 +53,11 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
 
     Idempotent: a directory inside a bound workspace reports it ("already
     bound") and adopts its marker into the index.  A broken marker on the
-    way up is refused rather than overwritten or shadowed.
+    way up is refused rather than overwritten or shadowed.  A directory the
+    index still gives a workspace with memories, whose marker is gone (deleted
+    by accident, `git clean`), is refused too: a new marker would hide that
+    memory.  The refusal names the rebind that restores it; `new` binds a new,
+    empty memory anyway.
     """
     index = index or Index()
     root = identity.check_bindable(path if path is not None else Path.cwd())
@@ -69,6 +75,8 @@ def bind(path: Path | None = None, *, index: Index | None = None) -> BindResult:
             location = identity.find_workspace(root)
     if not location.found:
         _refuse_broken_marker(location)
+        if not new:
+            _refuse_lost_memory(index, root)
         workspace_uuid = identity.new_workspace_uuid()
         try:
             marker = identity.write_marker(root, workspace_uuid)
@@ -100,6 +108,69 @@ def _refuse_broken_marker(location: identity.Location) -> None:
     if location.problems:
         problem = location.problems[0]
         raise identity.MarkerError(Path(problem.path), problem.reason)
+
+
+def lost_workspace(index: Index, root: Path | str) -> WorkspaceEntry | None:
+    """The workspace the index gives the directory `root` (seen there last, or at a
+    recorded path that is the same directory) whose marker no directory holds any
+    more: a marker deleted by accident, or by `git clean -x`.
+
+    A copy whose original still holds the marker is not one: giving the copy a
+    memory of its own is what `listing.own_memory_command` asks for.  Reads the
+    index and stats the recorded paths; never opens a bank.
+    """
+    root = Path(root)
+    data = index.peek()
+    try:
+        here = os.stat(root)
+    except (OSError, ValueError):
+        return None
+    mine = [e for e in data.workspaces if not e.supersededBy
+            and _same_directory(root, (here.st_dev, here.st_ino), e.lastSeenPath,
+                                data.known_paths(e))]
+    if not mine:
+        return None  # the usual case: the listing module is not even imported
+    from .listing import live_directories
+
+    return next((e for e in mine if not live_directories(e, data)), None)
+
+
+def _refuse_lost_memory(index: Index, root: Path) -> None:
+    """Refuse to give `root` a new memory over a lost workspace that has memories."""
+    from .orphans import workspace_rows
+
+    entry = lost_workspace(index, root)
+    rows = workspace_rows(index, entry.namespace, entry.bank) if entry else 0
+    if entry is not None and rows:
+        raise RefusedError(
+            f"{root} is the directory of workspace {entry.displayName!r} ({rows} "
+            f"memories, {entry.namespace}), but its marker {identity.MARKER_NAME} is "
+            "missing; a new marker would hide that memory",
+            hint=f"To use that memory again: mnemo rebind {root} --from "
+                 f"{entry.namespace} (or, for a new, empty memory here instead: "
+                 f"mnemo bind --new {root})")
+
+
+def _same_directory(root: Path, here: tuple[int, int], last_seen: str,
+                    recorded: list[str]) -> bool:
+    """Whether `root` (device and inode `here`) is where the workspace was last seen,
+    or is one of its recorded directories reached by another path (a bind mount).
+
+    A recorded path spelled as `root` that is not the last seen one is a place the
+    project left (moved away): another project may live there now.
+    """
+    if last_seen == str(root):
+        return True
+    for path in recorded:
+        if path == str(root):
+            continue
+        try:
+            there = os.stat(path)
+        except (OSError, ValueError):  # ValueError: a NUL in a damaged index's path
+            continue
+        if (there.st_dev, there.st_ino) == here:
+            return True
+    return False
 
 
 def _register(index: Index, workspace_uuid: str, root: Path, *,

@@ -124,6 +124,21 @@ class WorkspaceEntry:
         extra = {k: v for k, v in raw.items() if k not in known}
         return cls(**data, extra=extra)
 
+    def add_previous(self, *others: str) -> None:
+        """Record `others` (oldest first) as directories this entry's memory was at
+        before `lastSeenPath`: each moves to the newest end, the oldest beyond
+        PREVIOUS_PATHS_KEPT are dropped, and `lastSeenPath` itself is never one."""
+        added = [p for p in dict.fromkeys(others) if p and p != self.lastSeenPath]
+        kept = [p for p in self.previousPaths if p not in added and p != self.lastSeenPath]
+        self.previousPaths = [*kept, *added][-PREVIOUS_PATHS_KEPT:]
+
+    def see_at(self, root: str) -> None:
+        """The marker was seen at `root` now: the place it was last seen before joins
+        `previousPaths`."""
+        if self.lastSeenPath != root:
+            before, self.lastSeenPath = self.lastSeenPath, root
+            self.add_previous(before)
+
     def to_json(self) -> dict[str, Any]:
         body = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         if not self.previousPaths:
@@ -183,12 +198,25 @@ class IndexData:
         if entry is None:
             entry = mint_entry(identity_key, root)
             self.workspaces.append(entry)
-        elif entry.lastSeenPath != str(root):
-            if entry.lastSeenPath:
-                kept = [p for p in entry.previousPaths if p not in (entry.lastSeenPath, str(root))]
-                entry.previousPaths = [*kept, entry.lastSeenPath][-PREVIOUS_PATHS_KEPT:]
-            entry.lastSeenPath = str(root)
+        else:
+            entry.see_at(str(root))
         return entry
+
+    def predecessors(self, entry: WorkspaceEntry) -> list[WorkspaceEntry]:
+        """The superseded entries that resolve to `entry` (it took over their memory
+        by rebind or adopt), in index order."""
+        return [e for e in self.workspaces if e is not entry and e.supersededBy
+                and self.active_for(e.identityKey) is entry]
+
+    def known_paths(self, entry: WorkspaceEntry) -> list[str]:
+        """Every directory recorded for `entry`'s memory, its predecessors' first (each
+        once): where it was bound, the earlier places, and where it was last seen."""
+        found: dict[str, None] = {}
+        for item in (*self.predecessors(entry), entry):
+            for path in (item.canonicalPath, *item.previousPaths, item.lastSeenPath):
+                if path:
+                    found[path] = None
+        return list(found)
 
     def resolve(self, identity_key: str, root: Path) -> WorkspaceEntry:
         """The identity's active entry, or the one a bind would mint (not added)."""

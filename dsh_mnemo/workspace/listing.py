@@ -26,6 +26,9 @@ class WorkspaceRow:
     superseded_by: str | None
     state: str  # "bound" | "missing" | "marker-mismatch" | "superseded"
     db_exists: bool
+    # Other directories this memory was at: earlier places of the entry and of the
+    # entries it superseded (a moved project, the checkout a rebind replaced).
+    previous_paths: list[str] = field(default_factory=list)
 
 
 @record
@@ -61,8 +64,9 @@ def list_workspaces(*, index: Index | None = None, cwd: Path | None = None
         identity_key=e.identityKey, namespace=e.namespace, bank=e.bank,
         display_name=e.displayName, canonical_path=e.canonicalPath,
         last_seen_path=e.lastSeenPath, bound_at=e.boundAt, superseded_by=e.supersededBy,
-        state=_entry_state(e), db_exists=paths.bank_db_path(e.bank, index.base).exists())
-        for e in data.workspaces]
+        state=_entry_state(e), db_exists=paths.bank_db_path(e.bank, index.base).exists(),
+        previous_paths=[p for p in data.known_paths(e) if p != e.lastSeenPath])
+        for e in grouped(data)]
     found = orphan_scan.find_orphans(index, data)
     return WorkspacesReport(workspaces=rows, orphans=found,
                             suggestions=(orphan_scan.suggestions(cwd, index, found, data)
@@ -70,6 +74,17 @@ def list_workspaces(*, index: Index | None = None, cwd: Path | None = None
                             pending=orphan_scan.pending_moves(index, data),
                             index_recovered_from=index.recovery.moved_to
                             if index.recovery else None)
+
+
+def grouped(data: IndexData) -> list[WorkspaceEntry]:
+    """The entries, each active one followed by those it superseded (whose memory
+    it now holds); a superseded entry whose successor is gone comes last."""
+    order: list[WorkspaceEntry] = []
+    for entry in data.workspaces:
+        if not entry.supersededBy:
+            order += [entry, *data.predecessors(entry)]
+    placed = {id(e) for e in order}
+    return order + [e for e in data.workspaces if id(e) not in placed]
 
 
 # ---------------------------------------------------------------------------
@@ -101,8 +116,9 @@ def own_memory_command(directory: str) -> str:
 
 
 def live_directories(entry: WorkspaceEntry, data: IndexData) -> list[str]:
-    """The directories recorded for `entry` that exist now and hold a marker
-    resolving to it; the one it was bound at first, then in the order seen.
+    """The directories recorded for `entry` (and for the entries it superseded)
+    that exist now and hold a marker resolving to it; the one it was bound at
+    first, then in the order seen.
 
     Only the paths the index recorded are looked at (a stat and a small read
     each): the disk is never searched.  One directory reached by two paths
@@ -110,13 +126,10 @@ def live_directories(entry: WorkspaceEntry, data: IndexData) -> list[str]:
     """
     found: list[str] = []
     seen: set[tuple[int, int]] = set()
-    for path in dict.fromkeys((entry.canonicalPath, *entry.previousPaths,
-                               entry.lastSeenPath)):
-        if not path:
-            continue
+    for path in data.known_paths(entry):
         try:
             stat = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a damaged index's path
             continue
         if (stat.st_dev, stat.st_ino) in seen:
             continue

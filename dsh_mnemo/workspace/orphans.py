@@ -68,7 +68,7 @@ def _aside_entries(path: Path) -> list[dict[str, object]]:
                            max_misses=ASIDE_MAX_MISSES)
 
 
-def _aside_hints(index: Index) -> dict[str, Hint]:
+def aside_hints(index: Index) -> dict[str, Hint]:
     """Namespaces named in index files that were set aside as corrupt or foreign.
 
     The DSH plugin's identity.json (no `bank` field) and a damaged one are
@@ -111,7 +111,7 @@ def find_orphans(index: Index, data: IndexData | None = None) -> list[Orphan]:
     base = index.base
     known_namespaces = {e.namespace for e in data.workspaces}
     known_banks = {e.bank for e in data.workspaces}
-    hints = _aside_hints(index)
+    hints = aside_hints(index)
     found: list[Orphan] = []
     banks = paths.banks_dir(base)
     if banks.is_dir():

@@ -89,6 +89,35 @@ def test_a_fresh_install_is_healthy_and_doctor_creates_nothing(data_dir: Path) -
     assert f"all good ({shown})" in people.stdout
 
 
+def test_a_workspace_whose_marker_was_deleted_is_a_warning_naming_the_rebind(
+        make_repo, monkeypatch, data_dir) -> None:
+    repo = bound_repo_with_memory(make_repo, monkeypatch)
+    namespace = json.loads((data_dir / "identity.json").read_text())["workspaces"][0][
+        "namespace"]
+    (repo / ".mnemosyne-id").unlink()  # `git clean -x` of a git-ignored marker
+    code, report = run_doctor()
+    check = by_name(report)["workspace"]
+    assert check["status"] == "warn", check
+    assert f"mnemo rebind {repo.resolve()} --from {namespace}" in check["fix"]
+    assert check["details"]["lost_namespace"] == namespace
+
+
+def test_a_nul_in_a_recorded_path_of_the_index_is_not_a_crash(make_repo, monkeypatch,
+                                                               data_dir) -> None:
+    """A damaged (or hand-edited) index whose path holds a NUL: stat raises ValueError,
+    not OSError; doctor, bind and workspaces carry on."""
+    repo = bound_repo_with_memory(make_repo, monkeypatch)
+    index = data_dir / "identity.json"
+    raw = json.loads(index.read_text())
+    raw["workspaces"][0]["previousPaths"] = [str(repo.parent / "lo\u0000st")]
+    index.write_text(json.dumps(raw))
+    code, report = run_doctor()
+    assert by_name(report)["shared-markers"]["status"] == "ok", report
+    loose = make_repo("loose")
+    assert runner.invoke(app, ["bind", str(loose)]).exit_code == 0
+    assert runner.invoke(app, ["workspaces"]).exit_code == 0
+
+
 def test_a_bound_workspace_and_its_bank_check_out(make_repo, monkeypatch, data_dir) -> None:
     # Set up in a separate process: connections this process kept open could
     # checkpoint a WAL at any moment and muddle the read-only comparison.

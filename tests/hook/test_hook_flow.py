@@ -182,6 +182,20 @@ def test_hint_in_unbound_repo_then_silent_after_decline(make_repo, data_dir: Pat
     assert run_inprocess("prompt", "generic", {"cwd": str(other), "prompt": "x"}) == ""
 
 
+def test_the_hint_after_a_lost_marker_names_the_rebind(repo: Path, data_dir: Path) -> None:
+    """The marker was deleted (`git clean -x`): the hint offers the rebind that gives
+    the memory back, not a bind (which would refuse)."""
+    from dsh_mnemo.workspace.index import Index
+
+    namespace = Index().load().workspaces[0].namespace
+    (repo / ".mnemosyne-id").unlink()
+    out = run_inprocess("prompt", "claude-code", payload("claude-code", "prompt", cwd=repo,
+                                                         prompt=QUESTION))
+    hint = injected_text("claude-code", out)
+    assert hint.startswith(HINT_PREFIX) and "\n" not in hint
+    assert f"mnemo rebind {repo} --from {namespace}" in hint
+
+
 def test_no_hint_in_the_temporary_directory(isolated_env: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`mnemo bind` refuses the temporary directory: the hint never suggests it."""

@@ -125,6 +125,110 @@ def test_old_turns_keep_their_time_and_survive_the_trim(make_repo, home: Path,
         "Alpha releases on Fridays"}
 
 
+@pytest.mark.parametrize("seen_since", [True, False])
+def test_sessions_of_a_repository_moved_since_go_to_its_memory(
+        seen_since: bool, make_repo, home: Path, data_dir: Path) -> None:
+    """The transcripts name the directory the repository had then: the index knows
+    where its workspace went (seen there since, or not yet), and only that."""
+    alpha = bind_repo(make_repo("alpha"))
+    (alpha.path / "src").mkdir()
+    place("claude-code", home, alpha.path, prompt="Alpha uses make release")
+    place("qwen", home, alpha.path / "src", prompt="Alpha src is typed")
+    place("codex", home, alpha.path.with_name("never-bound"), prompt="Nobody knows this")
+    moved = alpha.path.with_name("alpha-renamed")
+    alpha.path.rename(moved)
+    if seen_since:
+        assert mnemo("status", cwd=moved).exit_code == 0  # the index follows the marker
+    planned = run()
+    assert [(t["target"], t["rows_new"]) for t in planned["targets"]] == [
+        (str(moved) if seen_since else str(alpha.path), 2)]
+    assert [(s["reason"], s["cwd"]) for s in planned["skipped"]] == [
+        ("missing-directory", str(alpha.path.with_name("never-bound")))]
+    assert run("--write")["rows_written"] == 2
+    assert [r[0] for r in rows(alpha, data_dir)] == ["[USER] Alpha src is typed",
+                                                      "[USER] Alpha uses make release"]
+    assert run("--write")["rows_written"] == 0
+
+
+def test_a_session_older_than_the_project_now_at_its_directory_is_not_given_to_it(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """`alpha` moved away and another repository was bound where it was: a session
+    typed there before that bind is not the newcomer's (nothing leaks between
+    projects); one typed after it is."""
+    from dsh_mnemo.workspace.index import Index, now_ms
+
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Alpha secret plans", days_ago=3)
+    moved = alpha.path.with_name("alpha-old")
+    alpha.path.rename(moved)
+    assert mnemo("status", cwd=moved).exit_code == 0  # seen at its new place
+    newcomer = bind_repo(make_repo("alpha"))
+    planned = run()
+    assert planned["targets"] == []
+    [skipped] = planned["skipped"]
+    assert (skipped["reason"], skipped["cwd"]) == ("reused-directory", str(alpha.path))
+    assert str(moved) in skipped["hint"]
+    assert run("--write")["rows_written"] == 0
+    assert rows(newcomer, data_dir) == [] and rows(alpha, data_dir) == []
+    # Bound before the session was typed: the session is the newcomer's.
+    with Index().transaction() as data:
+        (entry,) = data.by_namespace(newcomer.namespace)
+        entry.boundAt = now_ms() - 10 * 86_400_000
+    assert run("--write")["rows_written"] == 1
+    assert [r[0] for r in rows(newcomer, data_dir)] == ["[USER] Alpha secret plans"]
+
+
+def test_a_session_in_a_directory_two_repositories_swapped_is_not_guessed(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """`alpha` and `beta` swap places: the markers move with them, and a session typed
+    in alpha's old directory goes to neither (beta was bound long before, elsewhere)."""
+    alpha = bind_repo(make_repo("alpha"))
+    beta = bind_repo(make_repo("beta"))
+    place("claude-code", home, alpha.path, prompt="Alpha secret plans", days_ago=3)
+    spare = alpha.path.with_name("spare")
+    alpha.path.rename(spare)
+    beta.path.rename(alpha.path)
+    spare.rename(beta.path)
+    for where in (alpha.path, beta.path):
+        assert mnemo("status", cwd=where).exit_code == 0  # both seen at their new places
+    [skipped] = run("--write")["skipped"]
+    assert (skipped["reason"], skipped["cwd"]) == ("reused-directory", str(alpha.path))
+    assert rows(alpha, data_dir) == [] and rows(beta, data_dir) == []
+
+
+def test_an_import_killed_mid_batch_gives_its_rows_their_time_when_run_again(
+        make_repo, home: Path, data_dir: Path) -> None:
+    """Killed after a batch's rows were written but before they got their own time:
+    the next run neither writes them again nor leaves them with the import's time."""
+    import os
+    import subprocess
+
+    from dsh_mnemo.faults import EXIT_CODE
+    from tests.conftest import mnemo_executable
+
+    alpha = bind_repo(make_repo("alpha"))
+    place("claude-code", home, alpha.path, prompt="Alpha once chose sqlite", days_ago=40)
+    place("qwen", home, alpha.path, prompt="Alpha later chose postgres", days_ago=30)
+    killed = subprocess.run([mnemo_executable(), "import", "--write"], cwd=alpha.path,
+                            env=dict(os.environ, MNEMO_TEST_FAULT="import-after-write"),
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == EXIT_CODE, killed.stderr
+    # The batch was written, with the time of the import, then the kill.
+    assert [r[3] for r in rows(alpha, data_dir)] == [None, None]
+    again = run("--write")
+    assert again["rows_written"] == 0 and again["rows_already"] == 2
+    stored = {r[0]: r for r in rows(alpha, data_dir)}
+    assert set(stored) == {"[USER] Alpha once chose sqlite", "[USER] Alpha later chose postgres"}
+    for content, days in (("[USER] Alpha once chose sqlite", 40),
+                          ("[USER] Alpha later chose postgres", 30)):
+        age = datetime.now() - datetime.fromisoformat(stored[content][2])
+        assert timedelta(days=days - 1) < age < timedelta(days=days + 1), (content, age)
+        assert stored[content][3] is not None  # older than TTL/2: exempt from the trim
+    legacy = query(alpha.db(data_dir), "SELECT content, timestamp FROM memories")
+    assert sorted(legacy) == sorted((c, r[2]) for c, r in stored.items())
+    assert run("--write")["rows_written"] == 0
+
+
 def test_cleaning_is_capture_cleaning(make_repo, home: Path, data_dir: Path) -> None:
     configure(capture__roles=["user", "assistant"], capture__user_limit=60,
               capture__assistant_limit=30)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from dsh_mnemo.faults import EXIT_CODE
 from dsh_mnemo.memory import driver
 from dsh_mnemo.memory import store as storage
 from dsh_mnemo.migrate import journal as journals
-from dsh_mnemo.workspace import identity
+from dsh_mnemo.workspace import identity, listing
 from dsh_mnemo.workspace.context import resolve_memory_context
 from dsh_mnemo.workspace.index import Index
 from tests.conftest import bind_repo, mnemo_executable
@@ -232,7 +233,8 @@ def test_rebind_takes_over_for_a_replaced_but_empty_marker_only(
         remembered: Path, projects: Path):
     namespace = Index().load().workspaces[0].namespace
     (remembered / identity.MARKER_NAME).unlink()
-    cli("bind", str(remembered))  # a fresh, empty workspace replaced the lost marker
+    # a fresh, empty workspace replaced the lost marker
+    assert cli("bind", "--new", str(remembered))[0] == 0
     fresh = identity.read_marker(remembered / identity.MARKER_NAME)
     result = cli_json("rebind", str(remembered), "--from", namespace)
     assert result["namespace"] == namespace and not result["marker_written"]
@@ -242,6 +244,138 @@ def test_rebind_takes_over_for_a_replaced_but_empty_marker_only(
     remember(other, "Other service notes.")
     code, _ = cli("rebind", str(other), "--from", namespace)
     assert code == ExitCode.REFUSED
+
+
+def test_bind_after_a_lost_marker_refuses_and_names_the_rebind(remembered: Path):
+    namespace = Index().load().workspaces[0].namespace
+    before = Index().load().to_json()
+    (remembered / identity.MARKER_NAME).unlink()  # deleted by accident (`git clean -x`)
+    result = runner.invoke(app, ["bind", str(remembered)])
+    assert result.exit_code == ExitCode.REFUSED, result.output
+    said = " ".join(result.stderr.split())
+    assert f"mnemo rebind {remembered} --from {namespace}" in said
+    assert f"mnemo bind --new {remembered}" in said
+    assert "Traceback" not in result.output
+    # Nothing changed: no new marker hides the memory, no new entry.
+    assert not (remembered / identity.MARKER_NAME).exists()
+    assert Index().load().to_json() == before
+    assert cli_json("rebind", str(remembered), "--from", namespace)["status"] == "rebound"
+    assert any("9102" in c for c in recall(remembered, "Prometheus metrics port"))
+
+
+def test_bind_after_a_lost_marker_knows_the_directory_by_another_path(remembered: Path,
+                                                                    projects: Path):
+    """The index saw the workspace through a second path to the same directory (a
+    bind mount; here a symlink the index kept unresolved): bind still refuses."""
+    namespace = Index().load().workspaces[0].namespace
+    other = projects / "mounted"
+    other.symlink_to(remembered)
+    with Index().transaction() as data:
+        data.workspaces[0].lastSeenPath = str(other)
+    (remembered / identity.MARKER_NAME).unlink()
+    result = runner.invoke(app, ["bind", str(remembered)])
+    assert result.exit_code == ExitCode.REFUSED, result.output
+    assert f"mnemo rebind {remembered} --from {namespace}" in " ".join(result.stderr.split())
+    assert not (remembered / identity.MARKER_NAME).exists()
+
+
+def test_status_after_a_lost_marker_names_the_rebind(remembered: Path):
+    namespace = Index().load().workspaces[0].namespace
+    (remembered / identity.MARKER_NAME).unlink()
+    result = runner.invoke(app, ["status", str(remembered), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["bound"] is False
+    said = " ".join(result.stderr.split())
+    assert "marker .mnemosyne-id is missing" in said
+    assert f"mnemo rebind {remembered} --from {namespace}" in said
+
+
+def test_bind_where_a_project_was_before_it_moved_is_not_refused(remembered: Path,
+                                                                projects: Path):
+    """The project moved away (and was seen there): a new one at its old place binds,
+    even once the moved project is gone too."""
+    moved = projects / "moved"
+    remembered.rename(moved)
+    assert cli_json("status", str(moved))["bound"]
+    shutil.rmtree(moved)
+    remembered.mkdir()
+    assert cli_json("bind", str(remembered))["status"] == "bound"
+
+
+def test_bind_new_after_a_lost_marker_starts_an_empty_memory(remembered: Path):
+    namespace = Index().load().workspaces[0].namespace
+    (remembered / identity.MARKER_NAME).unlink()
+    fresh = cli_json("bind", "--new", str(remembered))
+    assert fresh["status"] == "bound" and fresh["namespace"] != namespace
+    assert recall(remembered, "Prometheus metrics port") == []
+    # The old memory is still listed, and still what a rebind brings back.
+    listed = cli_json("workspaces")["workspaces"]
+    assert [w["state"] for w in listed if w["namespace"] == namespace] == ["marker-mismatch"]
+
+
+def test_rebind_keeps_the_old_directory_with_the_memory(remembered: Path, projects: Path,
+                                                       monkeypatch: pytest.MonkeyPatch):
+    namespace = Index().load().workspaces[0].namespace
+    checkout = projects / "laptop" / "service"
+    checkout.mkdir(parents=True)
+    result = cli_json("rebind", str(checkout), "--from", namespace)
+    entry = Index().load().by_identity(result["identity_key"])
+    assert entry.previousPaths == [str(remembered)]
+    # `mnemo workspaces`: the new entry names where the memory was, and the
+    # superseded entry follows it.
+    listed = cli_json("workspaces")["workspaces"]
+    assert [(w["last_seen_path"], w["state"]) for w in listed] == [
+        (str(checkout), "bound"), (str(remembered), "superseded")]
+    assert listed[0]["previous_paths"] == [str(remembered)]
+    monkeypatch.setenv("COLUMNS", "400")  # whole paths, one per line
+    human = runner.invoke(app, ["workspaces"], catch_exceptions=False).stdout
+    assert f"was {remembered}" in human
+    # The old checkout still holds the old marker: doctor sees the two share one memory.
+    (shared,) = listing.shared_markers(Index().load())
+    assert shared.directories == [str(remembered), str(checkout)]
+
+
+def test_rebind_from_a_path_the_project_had_before(remembered: Path, projects: Path):
+    """Moved twice, then the marker lost: the middle place names the workspace too."""
+    namespace = Index().load().workspaces[0].namespace
+    middle, last = projects / "middle", projects / "last"
+    for place in (middle, last):
+        (remembered if place is middle else middle).rename(place)
+        assert cli_json("status", str(place))["namespace"] == namespace  # seen there
+    (last / identity.MARKER_NAME).unlink()
+    checkout = projects / "laptop" / "service"
+    checkout.mkdir(parents=True)
+    result = cli_json("rebind", str(checkout), "--from", str(middle))
+    assert result["namespace"] == namespace and result["rows"] == 1
+
+
+def test_rebind_of_an_entry_without_recorded_paths_still_groups_them(remembered: Path,
+                                                                     projects: Path):
+    """An index written before rebind recorded paths: the predecessor's own paths
+    still count for the doctor's check."""
+    namespace = Index().load().workspaces[0].namespace
+    checkout = projects / "laptop" / "service"
+    checkout.mkdir(parents=True)
+    key = cli_json("rebind", str(checkout), "--from", namespace)["identity_key"]
+    with Index().transaction() as data:
+        data.by_identity(key).previousPaths = []
+    (shared,) = listing.shared_markers(Index().load())
+    assert shared.directories == [str(remembered), str(checkout)]
+
+
+def test_adopt_records_where_the_orphan_lived(projects: Path, data_dir: Path):
+    workspace_uuid = "55555555-2222-4333-8444-555555555555"
+    namespace = uuid_namespace(workspace_uuid)
+    old = bind_repo(projects / "gone", workspace_uuid).path
+    remember(old, "The cache is warmed by a nightly job.")
+    paths.index_path(data_dir).unlink()  # identity.json.last-good still names `old`
+    (old / identity.MARKER_NAME).unlink()
+    target = projects / "restored"
+    target.mkdir()
+    result = cli_json("adopt", namespace, str(target))
+    assert Index().load().by_identity(result["identity_key"]).previousPaths == [str(old)]
+    listed = cli_json("workspaces")["workspaces"]
+    assert [w["previous_paths"] for w in listed] == [[str(old)]]
 
 
 def test_rebind_without_from_lists_candidates_and_changes_nothing(
