@@ -41,7 +41,7 @@ from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
 import mcp_types
-from mcp.server.mcpserver import Context, MCPServer, Resolve
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
@@ -207,11 +207,16 @@ class RootsProblem:
         self.why = why
 
 
-async def client_roots(ctx: Context) -> ListRootsResult | RootsProblem | None:
+async def client_roots(ctx: Context) -> ListRoots | ListRootsResult | RootsProblem | None:
     """The client's roots when it declares it can list them (None when it cannot)."""
     capabilities = ctx.client_capabilities
     if capabilities is None or capabilities.roots is None:
         return None
+    if not ctx.session.can_send_request:
+        # MCP 2026-07-28 and later (Claude Code): no request back to the client
+        # during a call; the SDK asks for the roots in its input-required round
+        # instead, and the client calls again with them, so nothing waits here.
+        return ListRoots()
     try:
         return await ctx.session.send_request(
             ListRootsRequest(), ListRootsResult,
