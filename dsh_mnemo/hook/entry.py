@@ -11,7 +11,8 @@ process that nothing can hold up: at the deadline it prints the neutral
 answer, logs one line and exits 0.  The worker knows the deadline too
 (`HookRun.answer_by`): past it, nobody waits for its answer, so it records
 the event but skips what only the answer needs (the model, the recall, the
-standing block), which on a loaded machine would only delay the other hooks.
+standing block), which on a loaded machine would only delay the other hooks,
+and what it still does runs at a lower priority (`step_aside`).
 
 The worker answers as soon as it knows what to say, closes the pipe (the
 harness goes on at once) and then does the housekeeping in the background:
@@ -66,12 +67,13 @@ USAGE = "usage: mnemo hook " + "|".join(EVENTS) + " [--harness " + "|".join(NAME
 class Answer:
     """A hook's reply, handed on once (to the main thread, down a pipe, or to a callback)."""
 
-    def __init__(self, sink: Any = None, deliver: Any = None) -> None:
+    def __init__(self, sink: Any = None, deliver: Any = None, after: Any = None) -> None:
         self.text: str | None = None
         self.ready = threading.Event()
         self.lock = threading.Lock()
         self.sink = sink  # a pipe fd in a forked worker
         self.deliver = deliver  # the resident server's: send it to the client
+        self.after = after  # called once, after the answer went
 
     def emit(self, text: str) -> None:
         with self.lock:
@@ -85,7 +87,10 @@ class Answer:
             if self.deliver is not None:
                 deliver, self.deliver = self.deliver, None
                 deliver(text)
+            after, self.after = self.after, None
         self.ready.set()
+        if after is not None:
+            after()
 
 
 # The flag the hook client adds when it falls back to this path: start the
@@ -405,6 +410,7 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
                 with contextlib.suppress(OSError, ValueError):
                     late = os.dup(rest.fileno())  # before _detach puts /dev/null there
             _detach()
+            step_aside(deadline_at)
             from .background import hold
 
             with hold(base):
@@ -412,7 +418,7 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
                 if late is not None:
                     raw, ended = read_rest(raw, late, base, harness, kind)
                     os.close(late)
-                answer = Answer(sink=write_end)
+                answer = Answer(sink=write_end, after=lambda: step_aside(deadline_at))
                 _work(answer, kind, harness, raw, settings, base, environ, cut=not ended,
                       answer_by=deadline_at)
         except BaseException as exc:  # noqa: BLE001
@@ -430,6 +436,25 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
         text = neutral_output(harness, kind)
     _write(stdout, text)
     _flush_and_exit(stdout)
+
+
+# The niceness of a worker past its deadline (`step_aside`).
+LATE_NICENESS = 10
+
+
+def step_aside(deadline_at: float) -> None:
+    """A forked worker past its deadline: the harness had its neutral answer, and
+    the machine is too busy to answer in time, so what the worker still does
+    (spooling the event, storing turns) runs at a lower priority, behind the
+    hooks that can still answer theirs.  It still runs: nothing is lost."""
+    if time.monotonic() < deadline_at:
+        return
+    try:
+        current = os.nice(0)
+        if current < LATE_NICENESS:
+            os.nice(LATE_NICENESS - current)
+    except OSError:
+        pass
 
 
 def _late_start() -> str:

@@ -19,6 +19,7 @@ from tests.hook.conftest import (
     run_cli_hook,
     run_wrapper,
     settle,
+    stop_workers,
     user_rows,
 )
 from tests.hook.test_standing import CHANGELOG, fence_of, standing
@@ -75,6 +76,32 @@ def test_a_hook_started_late_gives_up_at_the_wrappers_deadline_and_keeps_the_tur
                                                           session="late", reply="Done."))
     assert end.returncode == 0
     assert f"[USER] {LATE_QUESTION}" in user_rows(data_dir)
+
+
+def test_a_late_hooks_worker_steps_aside_for_the_hooks_still_in_time(
+        repo: Path, data_dir: Path, tmp_path: Path) -> None:
+    """Past its deadline a worker still spools the prompt, at a lower priority."""
+    from dsh_mnemo.hook.background import busy
+    from dsh_mnemo.hook.entry import LATE_NICENESS
+
+    configure(hooks__deadline_seconds=1.0)
+    # late from its start, then held in the worker (MNEMO_HOOK_TEST_DELAY) to be looked at
+    late = run_wrapper("prompt", "claude-code", payload(
+        "claude-code", "prompt", cwd=repo, session="late", prompt=QUESTION),
+        env={"MNEMO_BIN": str(_slow_start(tmp_path)), "SLOW_START": "2",
+             "MNEMO_HOOK_TEST_DELAY": "30"}, wait=False)
+    assert (late.returncode, late.stdout) == (0, "")
+    try:
+        workers = []
+        end = time.monotonic() + 20
+        while not workers and time.monotonic() < end:
+            workers = [pid for pid in busy(data_dir) if pid > 0]
+            time.sleep(0.05)
+        (worker,) = workers
+        stat = Path(f"/proc/{worker}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        assert int(stat[16]) == max(LATE_NICENESS, os.nice(0))  # field 19 of stat(5): nice
+    finally:
+        stop_workers()
 
 
 def test_a_worker_past_the_deadline_gives_no_standing_block_away(
