@@ -117,8 +117,6 @@ class HookRun:
     # The prompt's query vector, started as soon as the prompt is known
     # (`query_vector`): the standing order and the recall share it.
     pending: Any = None
-    # A hook process's model, loading in a thread of its own (`preload_model`).
-    loading: Any = None
     _contexts: dict[tuple[str, str | None], MemoryContext | BaseException] = field(
         default_factory=dict)
     _failed: list[BaseException] = field(default_factory=list)
@@ -325,40 +323,21 @@ def early_query_vector(run: HookRun, cwd: str, session_id: str | None, text: str
     server): it then runs beside the spool's write, the standing block and the
     recall's full-text candidates.  Only in a bound workspace, and of the text the
     recall searches (`recall_text`: the context it needs is resolved once per call).
-    A hook process starts loading the model instead (`preload_model`), once it
-    knows the prompt will be recalled, so an unbound directory never pays for it."""
+    A hook process loads the model only once it knows the prompt will be recalled
+    (`recall_block`), so an unbound directory never pays for it."""
     if not text.strip() or not run.settings["prefetch.enabled"]:
         return
     from ..memory import semantic
 
     try:
         embed = semantic.already_loaded(run.settings)
-        if embed is None and run.settings["embeddings.backend"] == "none":
+        if embed is None:
             return
         ctx = run.context(cwd, session_id)
-        if not ctx.bound:
-            return
-        if embed is None:
-            preload_model(run)
-        else:
+        if ctx.bound:
             run.query_vector(embed, recall_text(text, ctx))
     except Exception as exc:  # noqa: BLE001 - the recall starts it again
         run.failed("query vector", exc)
-
-
-def preload_model(run: HookRun) -> None:
-    """Load the embedding model in a thread of its own, now: its load is mostly C
-    (the library, the weights) that runs beside the spool's write, the standing
-    block and the imports of the recall, which then finds it loaded (`embedder`).
-    The same model, loaded once (`semantic.load` holds a lock): the same answer.
-    Not past the deadline: nobody would read the answer it serves."""
-    if run.late():
-        return
-    from ..memory import semantic
-    from ..threads import InThread
-
-    settings = run.settings
-    run.loading = InThread(lambda: semantic.load(settings), "mnemo-model-load")
 
 
 def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
@@ -461,12 +440,6 @@ def embedder(run: HookRun) -> Any:
     """The embedding model, or None (lexical recall); a load failure is logged once."""
     from ..memory import semantic
 
-    if run.loading is not None:
-        loading, run.loading = run.loading, None
-        try:
-            loading.result()
-        except Exception:  # noqa: BLE001, S110 - loaded (and its failure told) below
-            pass
     loaded = semantic.load(run.settings)
     if loaded.embedder is None and run.settings["embeddings.backend"] != "none":
         note_embedding_failure(run, loaded.reason or "unknown reason")
