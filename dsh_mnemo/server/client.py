@@ -318,10 +318,12 @@ def hook_age(environ: object) -> float:
         return own
     try:
         current = str(_os.getpid())
+        if current == wrapper:
+            return own  # the wrapper exec'd this process (the hook client's path)
         for _ in range(ANCESTOR_LEVELS):
+            current = _stat(current)[1].decode()  # field 4: the parent's pid
             if current == wrapper:
                 return max(own, process_age(wrapper))
-            current = _stat(current)[1].decode()  # field 4: the parent's pid
             if current in ("0", "1"):
                 break
     except (OSError, ValueError, IndexError):
