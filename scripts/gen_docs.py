@@ -188,6 +188,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "scripts/demo.sh runs it instead of setting up ./.venv."),
     ("MNEMO_HOOK_WRAPPER_TIMEOUT", "Read by the hook wrapper: seconds before it stops a hung "
      "mnemo (default 8; mnemo's own deadline, hooks.deadline_seconds, is shorter)."),
+    ("MNEMO_HOOK_PID", "Set by the hook wrapper to its own pid; mnemo hook counts its "
+     "deadline (hooks.deadline_seconds) from that process's start when it is mnemo's own "
+     "process or one of its ancestors, else from its own start."),
     ("MNEMO_DRIVER_FULL_DDL", "Set to 1 to make mnemo open every bank as upstream does, "
      "running its whole schema DDL each time, instead of skipping it when the bank's schema "
      "fingerprint matches (for diagnosing a schema problem)."),

@@ -18,13 +18,18 @@
 # Environment: MNEMO_BIN (the mnemo executable), MNEMO_NO_SERVER=1 (always
 # run `mnemo hook` in a process of its own), MNEMO_HOOK_WRAPPER_TIMEOUT
 # (seconds before the wrapper kills that process; mnemo's own deadline is
-# shorter).
+# shorter).  It exports MNEMO_HOOK_PID, its own pid.
 
 event="${1:-}"
 harness="${2:-generic}"
 
 # Nothing from this script or its children may reach the harness's stderr.
 exec 2>/dev/null
+
+# mnemo's deadline counts from when the harness started this script, not from
+# when a loaded machine got round to starting mnemo itself.
+MNEMO_HOOK_PID=$$
+export MNEMO_HOOK_PID
 
 # Filled in by `mnemo hooks install` (left as is, they are ignored).
 installed_bin='@MNEMO_BIN@'

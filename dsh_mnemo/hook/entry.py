@@ -3,11 +3,16 @@
 Called by `dsh_mnemo.__main__` without Typer or Rich.  As a harness runs it
 (a process of its own, the process's own stdin and stdout) the work happens
 in a **forked worker**: the parent reads the event, forks, and waits for the
-answer on a pipe until `hooks.deadline_seconds` after the *process started*
-(interpreter start-up included).  Whatever the worker does — a regex that
+answer on a pipe until `hooks.deadline_seconds` after the *harness started
+the hook*: the wrapper's start (`MNEMO_HOOK_PID`, `server.client.hook_age`),
+else this process's (interpreter start-up included).  Whatever the worker does — a regex that
 holds the GIL, a database that stays locked — the parent is a separate
 process that nothing can hold up: at the deadline it prints the neutral
-answer, logs one line and exits 0.
+answer, logs one line and exits 0.  The worker knows the deadline too
+(`HookRun.answer_by`): past it, nobody waits for its answer, so it records
+the event but skips what only the answer needs (the model, the recall, the
+standing block), which on a loaded machine would only delay the other hooks,
+and what it still does runs at a lower priority (`step_aside`).
 
 The worker answers as soon as it knows what to say, closes the pipe (the
 harness goes on at once) and then does the housekeeping in the background:
@@ -38,7 +43,7 @@ import time
 from pathlib import Path
 
 from ..harnesses.registry import EVENTS, NAMES, neutral_output
-from ..server.client import STDIN_HEAD, process_age, read_fd, run_dir
+from ..server.client import STDIN_HEAD, hook_age, process_age, read_fd, run_dir
 from . import log, speed
 
 TYPE_CHECKING = False  # a hook process never imports typing (2 ms)
@@ -62,12 +67,13 @@ USAGE = "usage: mnemo hook " + "|".join(EVENTS) + " [--harness " + "|".join(NAME
 class Answer:
     """A hook's reply, handed on once (to the main thread, down a pipe, or to a callback)."""
 
-    def __init__(self, sink: Any = None, deliver: Any = None) -> None:
+    def __init__(self, sink: Any = None, deliver: Any = None, after: Any = None) -> None:
         self.text: str | None = None
         self.ready = threading.Event()
         self.lock = threading.Lock()
         self.sink = sink  # a pipe fd in a forked worker
         self.deliver = deliver  # the resident server's: send it to the client
+        self.after = after  # called once, after the answer went
 
     def emit(self, text: str) -> None:
         with self.lock:
@@ -81,7 +87,10 @@ class Answer:
             if self.deliver is not None:
                 deliver, self.deliver = self.deliver, None
                 deliver(text)
+            after, self.after = self.after, None
         self.ready.set()
+        if after is not None:
+            after()
 
 
 # The flag the hook client adds when it falls back to this path: start the
@@ -187,7 +196,8 @@ def read_rest(raw: bytes, fd: int, base: Any, harness: str, kind: str) -> tuple[
 
 def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any,
                  base: Any, *, environ: Any = None, process_cwd: str | None = None,
-                 defer: Any = None, cut: bool = False, until: float | None = None) -> None:
+                 defer: Any = None, cut: bool = False, until: float | None = None,
+                 answer_by: float | None = None) -> None:
     """Decode, parse and handle one event; always emits (the neutral answer at worst).
 
     The one implementation both transports share: a hook process calls it
@@ -196,7 +206,9 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
     answer for its housekeeping thread, and the `until` (epoch seconds) past
     which its client has given up and answers in process: the event is then
     not recorded by the server too.  `cut`: the read of `raw` ended at its
-    deadline, not at the end of the event.
+    deadline, not at the end of the event.  `answer_by` (`time.monotonic()`): a
+    hook process's deadline, past which its answer is no longer waited for (the
+    event is still recorded).
     """
     try:
         environ = os.environ if environ is None else environ
@@ -219,7 +231,7 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
                       level="info", base=base)
             return
         run = HookRun(harness=harness, kind=kind, settings=settings, base=base,
-                      emit=answer.emit, defer=defer, until=until)
+                      emit=answer.emit, defer=defer, until=until, answer_by=answer_by)
         HANDLERS[kind](run, event)
     except BaseException as exc:  # noqa: BLE001 - fail open, whatever happened
         bad = type(exc).__name__ == "BadEvent"
@@ -236,11 +248,13 @@ def handle_event(answer: Answer, kind: str, harness: str, raw: bytes, settings: 
 
 
 def _work(answer: Answer, kind: str, harness: str, raw: bytes, settings: Any, base: Any,
-          start_environ: dict[str, str] | None = None, cut: bool = False) -> None:
+          start_environ: dict[str, str] | None = None, cut: bool = False,
+          answer_by: float | None = None) -> None:
     starter = _Starter(start_environ, settings, base, harness, kind)
     try:
         handle_event(answer, kind, harness, raw, settings, base,
-                     defer=starter.defer if starter.pending else None, cut=cut)
+                     defer=starter.defer if starter.pending else None, cut=cut,
+                     answer_by=answer_by)
     finally:
         starter.start()
 
@@ -313,7 +327,7 @@ def run_hook(argv: list[str], *, stdin: IO[Any] | None = None,
     the harness up.
     """
     in_process = stdin is not None or stdout is not None
-    started = time.monotonic() - (0.0 if in_process else process_age())
+    started = time.monotonic() - (0.0 if in_process else hook_age(os.environ))
     # The environment as the harness gave it, before settings are applied to it:
     # a server started from here must see what its clients will send.
     environ = dict(os.environ) if START_SERVER in argv else None
@@ -361,7 +375,8 @@ def _run_threaded(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
         _quiet_process()
     answer = Answer()
     worker = threading.Thread(target=_work, name="mnemo-hook", daemon=True,
-                              args=(answer, kind, harness, raw, settings, base, environ, cut))
+                              args=(answer, kind, harness, raw, settings, base, environ, cut,
+                                    started + deadline))
     worker.start()
     answered = answer.ready.wait(max(0.0, deadline - (time.monotonic() - started)))
     if answered:
@@ -402,6 +417,7 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
                 with contextlib.suppress(OSError, ValueError):
                     late = os.dup(rest.fileno())  # before _detach puts /dev/null there
             _detach()
+            step_aside(deadline_at)
             from .background import hold
 
             with hold(base):
@@ -409,8 +425,9 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
                 if late is not None:
                     raw, ended = read_rest(raw, late, base, harness, kind)
                     os.close(late)
-                answer = Answer(sink=write_end)
-                _work(answer, kind, harness, raw, settings, base, environ, cut=not ended)
+                answer = Answer(sink=write_end, after=lambda: step_aside(deadline_at))
+                _work(answer, kind, harness, raw, settings, base, environ, cut=not ended,
+                      answer_by=deadline_at)
         except BaseException as exc:  # noqa: BLE001
             log.write(f"worker: {log.describe(exc)}", harness=harness, event=kind, base=base)
         finally:
@@ -418,12 +435,39 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
     os.close(write_end)
     text = _await_answer(read_end, deadline_at)
     if text is None:
-        log.write(f"deadline of {deadline:g}s exceeded before answering; the worker "
-                  "goes on in the background (its turns stay in the spool)",
-                  harness=harness, event=kind, base=base)
+        # After the deadline every step counts: the line is mnemo's own words and
+        # numbers, written without importing the scrubber.
+        log.write(f"deadline of {deadline:g}s exceeded before answering{_late_start()}; "
+                  "the worker goes on in the background (its turns stay in the spool)",
+                  harness=harness, event=kind, base=base, plain=True)
         text = neutral_output(harness, kind)
     _write(stdout, text)
     _flush_and_exit(stdout)
+
+
+# The niceness of a worker past its deadline (`step_aside`).
+LATE_NICENESS = 10
+
+
+def step_aside(deadline_at: float) -> None:
+    """A forked worker past its deadline: the harness had its neutral answer, and
+    the machine is too busy to answer in time, so what the worker still does
+    (spooling the event, storing turns) runs at a lower priority, behind the
+    hooks that can still answer theirs.  It still runs: nothing is lost."""
+    if time.monotonic() < deadline_at:
+        return
+    try:
+        current = os.nice(0)
+        if current < LATE_NICENESS:
+            os.nice(LATE_NICENESS - current)
+    except OSError:
+        pass
+
+
+def _late_start() -> str:
+    """How long after the harness called it this process started, when that counts."""
+    lag = hook_age(os.environ) - process_age()
+    return f" (the hook process started {lag:.1f}s after its wrapper)" if lag >= 0.1 else ""
 
 
 def _await_answer(fd: int, deadline_at: float) -> str | None:
@@ -450,9 +494,10 @@ def _detach() -> None:
 
     The harness waits for its hook's stdout to close and may kill the hook's
     process group: the worker must hold neither.  SIGALRM's default action
-    ends the process even while Python is stuck in C code.
+    ends the process even while Python is stuck in C code.  (`_signal`, the C half
+    of `signal`: the same calls without building its enums, 2 ms of every worker.)
     """
-    import signal
+    import _signal
 
     try:
         os.setsid()
@@ -464,8 +509,8 @@ def _detach() -> None:
             os.dup2(devnull, fd)
         except OSError:
             pass
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.setitimer(signal.ITIMER_REAL, HOUSEKEEPING_SECONDS)
+    _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
+    _signal.setitimer(_signal.ITIMER_REAL, HOUSEKEEPING_SECONDS)
     import warnings
 
     warnings.simplefilter("ignore")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,6 +107,9 @@ class HookRun:
     # The resident server's: epoch seconds past which the client has given up on this
     # request and answered it through its own in-process path (None: no limit).
     until: float | None = None
+    # A hook process's deadline (`time.monotonic()`): past it the harness has had its
+    # neutral answer, so what only the answer needs is skipped (`late`).
+    answer_by: float | None = None
     # Recall bookkeeping the prompt deferred: upstream's (`store.recall(tracking=...)`),
     # or, for a semantic recall, the memories injected (`store.note_recalled`).
     tracking: list[Any] = field(default_factory=list)
@@ -128,6 +132,12 @@ class HookRun:
             return
         self._failed.append(exc)
         self.log(f"{step}: {log.describe(exc)}")
+
+    def late(self) -> bool:
+        """Is the deadline past?  Then nobody waits for this call's answer: the event
+        is still recorded, but no model is loaded, nothing is recalled, and no
+        standing block or hint is marked as given to a session that never saw it."""
+        return self.answer_by is not None and time.monotonic() >= self.answer_by
 
     def later(self, work: Callable[[], None]) -> None:
         if self.defer is not None:
@@ -246,6 +256,8 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         except Exception as exc:  # noqa: BLE001 - a spool problem must not stop injection
             run.failed("spool", exc)
     context_text = None
+    if inject and run.late():
+        inject = False  # the harness went on without an answer: the turn is spooled
     if inject:
         parts: list[str] = []
         try:
@@ -265,13 +277,15 @@ def on_prompt(run: HookRun, event: HookEvent) -> None:
         context_text = "\n\n".join(parts) or None
     run.emit(format_output(run.harness, "prompt", context_text))
     session_id = event.session_id
+    # An answer given after the deadline reached nobody: nothing was recalled for it.
+    delivered = not run.late()
 
     def after() -> None:
-        if run.tracking:
+        if run.tracking and delivered:
             _storage().record_recalls(run.tracking, run.base)
-        if run.recalled:
+        if run.recalled and delivered:
             _storage().note_recalled(*run.recalled, base=run.base)
-        if context_text:
+        if context_text and delivered:
             from ..harnesses.injections import record_injection
 
             record_injection(run.base, run.harness, session_id=session_id)
@@ -385,7 +399,7 @@ def build_context(run: HookRun, cwd: str, session_id: str | None, query: str,
                 if lost is not None else hint_line(ctx.hint_root)
         else:
             return None
-        return line if spool.mark_hinted() else None
+        return line if not run.late() and spool.mark_hinted() else None
     if not settings["prefetch.enabled"] or not query.strip():
         return None
     return recall_block(run, ctx, query, spool)
@@ -430,7 +444,7 @@ def standing_block(run: HookRun, cwd: str, session_id: str | None, spool: Spool,
                    prompt: str | None = None, force: bool = False) -> str | None:
     """The standing memories of `cwd`'s workspace as their own fenced block, once per
     session and workspace."""
-    if not run.settings["standing.enabled"]:
+    if not run.settings["standing.enabled"] or run.late():
         return None
     ctx = run.context(cwd, session_id)
     # Keyed by the workspace whose standing memories these are (in session mode too,
@@ -512,6 +526,8 @@ def recall_block(run: HookRun, ctx: MemoryContext, query: str, spool: Spool) -> 
     from .inject import Line, render_block
 
     top_k = int(run.settings["prefetch.top_k"])
+    if run.late():
+        return None  # before the model's load and the search: the answer is given
     embed = embedder(run)
     text = recall_text(query, ctx)
     memories = storage.recall(ctx, text, top_k=gate.overfetch(top_k),

@@ -31,6 +31,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from ..lazy_re import lazy
 from ..memory.scrub import fix_surrogates, strip_invisible
 from ..record import record
 
@@ -44,16 +45,18 @@ HINT_PREFIX = "[mnemo] "
 
 SANITIZE_LIMIT = 65_536  # characters of normalised text sanitize looks at
 _NFKC_CHUNK = 1024
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Compiled on first use (`lazy_re`): every prompt imports this module (through
+# `strip`), only one that injects something renders a block.
+_CONTROL = lazy(r"[\x00-\x1f\x7f-\x9f]")
 # `<` that opens or closes any tag-like thing: `<memory-data`, `</x`, `<!--`, `<?`.
-_TAG_OPEN = re.compile(r"<(?=\s{0,8}[/!?A-Za-z|])")
-_TAG_CLOSE_LIKE = re.compile(r"(?<=[A-Za-z0-9\"'/|])>")
+_TAG_OPEN = lazy(r"<(?=\s{0,8}[/!?A-Za-z|])")
+_TAG_CLOSE_LIKE = lazy(r"(?<=[A-Za-z0-9\"'/|])>")
 # Chat-template tokens such as <|im_start|> (already defused by _TAG_OPEN) and [INST].
-_TEMPLATE = re.compile(r"\[/?(?:INST|SYS|SYSTEM)\]|<<\s{0,8}/?\s{0,8}SYS\s{0,8}>>", re.I)
-_ROLE_LABEL = re.compile(
+_TEMPLATE = lazy(r"\[/?(?:INST|SYS|SYSTEM)\]|<<\s{0,8}/?\s{0,8}SYS\s{0,8}>>", re.I)
+_ROLE_LABEL = lazy(
     r"(?i)(?<![\w-])(system|developer|assistant|human|user|instructions?)(\s{0,8})(:|：)")
-_ROLE_PREFIX = re.compile(r"^\[(USER|ASSISTANT|IDENTITY)\]\s*")
-_SPACES = re.compile(r"\s+")
+_ROLE_PREFIX = lazy(r"^\[(USER|ASSISTANT|IDENTITY)\]\s*")
+_SPACES = lazy(r"\s+")
 
 
 def _safe_split(text: str, index: int) -> int:

@@ -9,9 +9,10 @@ Every line is scrubbed of secrets (`memory.scrub.scrub`, always `redact`,
 whatever `scrub.policy` says: a log is not a memory) before it is written: a
 directory, an argument or an error message may carry a credential.  The
 scrubber is imported only when a line is written, never on a hook's silent
-path.  At most `SCRUB_CHARS` of a message are scrubbed (a line keeps
-`MAX_LINE` anyway); when more came, the last `SCRUB_TAIL` characters of what
-was scrubbed are dropped too, so no secret cut in half at that edge remains.
+path (nor for a `plain` line: mnemo's own words and numbers).  At most
+`SCRUB_CHARS` of a message are scrubbed (a line keeps `MAX_LINE` anyway);
+when more came, the last `SCRUB_TAIL` characters of what was scrubbed are
+dropped too, so no secret cut in half at that edge remains.
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ def scrubbed(text: str) -> str:
 
 
 def write(message: str, *, harness: str = "-", event: str = "-", level: str = "error",
-          base: Path | None = None) -> None:
+          base: Path | None = None, plain: bool = False) -> None:
+    """Append one line.  `plain`: the message is mnemo's own words and numbers only
+    (no path, argument, event or error text), so it is not scrubbed: a hook past its
+    deadline does not import the scrubber to write it."""
     try:
         path = log_path(base)
         if not path.parent.is_dir():
@@ -71,7 +75,8 @@ def write(message: str, *, harness: str = "-", event: str = "-", level: str = "e
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         line = one_line(f"{stamp}Z {level} pid={os.getpid()} "
-                        + scrubbed(f"{harness} {event}: {message}"))
+                        + (f"{harness} {event}: {message}" if plain
+                           else scrubbed(f"{harness} {event}: {message}")))
         # O_APPEND keeps concurrent hooks' lines whole.
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

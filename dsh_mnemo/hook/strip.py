@@ -64,11 +64,14 @@ _ECHO_LINES = lazy(
     r"(?:[ \t]{0,16}(?:" + re.escape(PREFACE) + "|" + re.escape(STANDING_PREFACE)
     + r"|- \([^()\n]{1,80}\)(?: [^\n]*)?)"
     r"[ \t]*(?:\n|\Z))*")
-_REST_OF_LINE_BLANK = re.compile(r"[ \t]*(?:\n|\Z)")
-_OWN_LINES = re.compile(
+# Compiled on first use, and used only on a text that holds what they look for:
+# a plain prompt compiles none of them.
+_REST_OF_LINE_BLANK = lazy(r"[ \t]*(?:\n|\Z)")
+_OWN_LINE_STARTS = (HINT_PREFIX, PREFACE, STANDING_PREFACE)
+_OWN_LINES = lazy(
     rf"^[ \t]{{0,64}}(?:{re.escape(HINT_PREFIX)}|{re.escape(PREFACE)}|"
     rf"{re.escape(STANDING_PREFACE)})[^\n]*(?:\n|\Z)", re.M)
-_BLANK_RUNS = re.compile(r"\n{3,}")
+_BLANK_RUNS = lazy(r"\n{3,}")
 
 
 def _echo_end(text: str, pos: int) -> int:
@@ -132,5 +135,8 @@ def strip_injected(text: str) -> str:
     text = clean_invisible(text)
     if "<" in text:
         text = _cut(text, _tag_spans(text))
-    text = _OWN_LINES.sub("", text)
-    return _BLANK_RUNS.sub("\n\n", text).strip()
+    if any(start in text for start in _OWN_LINE_STARTS):
+        text = _OWN_LINES.sub("", text)
+    if "\n\n\n" in text:
+        text = _BLANK_RUNS.sub("\n\n", text)
+    return text.strip()

@@ -84,6 +84,7 @@ ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "HERMES_HOME")
 # the upstream variables mnemo derives from it and the settings are set by
 # whichever side applied the settings first.
 ENV_IGNORED = ("MNEMO_BIN", "MNEMO_HOOK_WRAPPER_TIMEOUT", "MNEMO_HOOK_TEST_DELAY",
+               "MNEMO_HOOK_PID",
                "MNEMO_SERVER_TEST_DELAY",
                "MNEMO_NO_SERVER", "MNEMO_DATA_DIR", "MNEMOSYNE_DATA_DIR", "HERMES_HOME",
                "MNEMOSYNE_LLM_ENABLED", "MNEMOSYNE_WRITE_CLASSIFIER",
@@ -279,18 +280,55 @@ def spawn_server(data_dir: str, environ: dict[str, str], python: str | None = No
 
 # ─── The client process ────────────────────────────────────────────────────
 
-def process_age() -> float:
-    """Seconds since this process started (the interpreter's start-up included;
-    0 where the system cannot say).  A hook's deadline counts from here."""
+# Exported by the hook wrapper: its own pid.  A hook process that the wrapper did
+# not `exec` (it runs `mnemo hook` under `timeout`, or through a script of the
+# user's) counts its deadline from the wrapper's start, which is when the harness
+# started the hook, not from its own, which a loaded machine may delay by seconds.
+HOOK_PID_ENV = "MNEMO_HOOK_PID"
+# How far up from a hook process its wrapper may be (timeout, a subshell, a script).
+ANCESTOR_LEVELS = 8
+
+
+def _stat(pid: str) -> list[bytes]:
+    """The fields of /proc/PID/stat after the command name (field 3 of stat(5) first)."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[1].split()
+
+
+def process_age(pid: str = "self") -> float:
+    """Seconds since this process (or `pid`) started, the interpreter's start-up
+    included; 0 where the system cannot say.  A hook's deadline counts from here."""
     try:
-        with open("/proc/self/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        started_ticks = int(fields[19])  # field 22 of stat(5), after the comm field
+        started_ticks = int(_stat(pid)[19])  # field 22 of stat(5)
         with open("/proc/uptime", "rb") as handle:
             uptime = float(handle.read().split()[0])
         return max(0.0, uptime - started_ticks / _os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def hook_age(environ: object) -> float:
+    """Seconds since the harness started this hook: since the wrapper started
+    (`MNEMO_HOOK_PID`) when that process is this one or one of its ancestors,
+    else since this process started.  A pid left in the environment by anything
+    else (a harness started from a hook, say) is not an ancestor: ignored."""
+    own = process_age()
+    wrapper = environ.get(HOOK_PID_ENV, "")  # type: ignore[attr-defined]
+    if not wrapper.isdigit():
+        return own
+    try:
+        current = str(_os.getpid())
+        if current == wrapper:
+            return own  # the wrapper exec'd this process (the hook client's path)
+        for _ in range(ANCESTOR_LEVELS):
+            current = _stat(current)[1].decode()  # field 4: the parent's pid
+            if current == wrapper:
+                return max(own, process_age(wrapper))
+            if current in ("0", "1"):
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    return own
 
 
 def _deadline(folder: str) -> float:
