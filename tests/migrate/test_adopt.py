@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dsh_mnemo import paths
-from dsh_mnemo.cli import app
+from dsh_mnemo.cli import app, common
 from dsh_mnemo.config import load_settings
 from dsh_mnemo.errors import ExitCode
 from dsh_mnemo.faults import EXIT_CODE
@@ -327,7 +327,9 @@ def test_rebind_keeps_the_old_directory_with_the_memory(remembered: Path, projec
     assert [(w["last_seen_path"], w["state"]) for w in listed] == [
         (str(checkout), "bound"), (str(remembered), "superseded")]
     assert listed[0]["previous_paths"] == [str(remembered)]
-    monkeypatch.setenv("COLUMNS", "400")  # whole paths, one per line
+    # Whole paths, one per line. The console read COLUMNS when it was made (a test
+    # process started under an 80-column terminal keeps 80), so widen it directly.
+    monkeypatch.setattr(common.out, "_width", 400)
     human = runner.invoke(app, ["workspaces"], catch_exceptions=False).stdout
     assert f"was {remembered}" in human
     # The old checkout still holds the old marker: doctor sees the two share one memory.
