@@ -173,6 +173,8 @@ class Server:
                 except TimeoutError:
                     if self._idle():
                         self.stop("idle")
+                    elif self._unreachable():
+                        self.stop("its socket is gone")
                     continue
                 except OSError:
                     if self.stopping.is_set():
@@ -184,6 +186,8 @@ class Server:
         self._close_listener()
         self.jobs.put(None)
         housekeeper.join(DRAIN_SECONDS)
+        if not self.base.is_dir():
+            return 0  # the data directory was removed: nothing to write there, not even a log
         self._note_searched()
         self._remove_state()
         log.write(f"resident server exits ({self.stop_reason or 'stopped'}) after "
@@ -201,6 +205,18 @@ class Server:
         idle = int(self.settings["server.idle_seconds"])
         return (idle > 0 and self.busy.count == 0 and self.jobs.empty()
                 and time.monotonic() - self.last_activity >= idle)
+
+    def _unreachable(self) -> bool:
+        """Whether no hook can reach this server any more: its socket was removed or
+        replaced (the data directory deleted or moved away under it). Without this
+        it would sit idle for `server.idle_seconds`."""
+        try:
+            info = (self.folder / client.SOCKET_NAME).stat()
+        except FileNotFoundError:
+            return True
+        except OSError:  # unreadable for a moment: not proof that it is gone
+            return False
+        return (info.st_dev, info.st_ino) != self.socket_identity
 
     def _listen(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -754,3 +754,17 @@ def test_a_prompt_request_that_stalls_past_its_clients_patience_is_not_spooled_a
     assert rows.count("[ASSISTANT] In db/migrations.") == 1
     assert _spooled(served) == []
 
+
+
+def test_a_server_whose_data_directory_was_removed_exits_and_leaves_nothing_behind(
+        served: Served) -> None:
+    """`rm -rf` of the data directory under a running server: no hook can reach it
+    again, so it leaves at once (not after `server.idle_seconds`) and writes nothing
+    there on its way out (no log file recreating the directory)."""
+    import shutil
+
+    remember(served)
+    pid = start(served)
+    shutil.rmtree(served.data)
+    _wait_gone(pid)
+    assert not served.data.exists()
