@@ -17,7 +17,7 @@ from tests.hook.conftest import (
     run_inprocess,
     user_rows,
 )
-from tests.workspace.conftest import commit_all, git
+from tests.workspace.conftest import add_submodule, commit_all, git
 
 pytestmark = pytest.mark.usefixtures("roomy_deadline")
 
@@ -36,16 +36,8 @@ def turn(harness: str, cwd: Path, prompt: str, reply: str = "Sure.",
 
 def test_a_turn_typed_in_an_unbound_submodule_is_the_superprojects(make_repo,
                                                                   data_dir: Path) -> None:
-    lib = make_repo("lib")
-    (lib / "lib.txt").write_text("l")
-    commit_all(lib)
-    app = make_repo("app")
-    (app / "app.txt").write_text("a")
-    commit_all(app)
-    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
-        "vendor/lib")
+    app, sub = add_submodule(make_repo)
     bound = bind_repo(app)
-    sub = app / "vendor" / "lib"
     out = turn("claude-code", sub, DEPLOY)
     assert "has no project memory" not in out  # no bind hint: it is the app's checkout
     assert user_rows(data_dir) == [f"[USER] {DEPLOY}"]

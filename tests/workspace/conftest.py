@@ -69,6 +69,21 @@ def commit_all(repo: Path, message: str = "c") -> None:
     git(repo, "commit", "-q", "--allow-empty", "-m", message)
 
 
+def add_submodule(make_repo) -> tuple[Path, Path]:
+    """`app` with the repository `lib` added as the submodule `vendor/lib` (real git)."""
+    lib = make_repo("lib")
+    (lib / "lib.txt").write_text("l")
+    commit_all(lib)
+    app = make_repo("app")
+    (app / "app.txt").write_text("a")
+    commit_all(app)
+    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "vendor/lib")
+    sub = app / "vendor" / "lib"
+    assert (sub / ".git").is_file()
+    return app, sub
+
+
 def read_index(data_dir: Path) -> dict[str, Any]:
     return json.loads((data_dir / "identity.json").read_text(encoding="utf-8"))
 

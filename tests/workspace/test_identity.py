@@ -22,6 +22,7 @@ from dsh_mnemo.workspace.identity import (
 from tests.conftest import git_init
 from tests.workspace.conftest import (
     MARKER,
+    add_submodule,
     commit_all,
     expected_bank,
     expected_namespace,
@@ -429,24 +430,9 @@ def test_a_worktree_of_a_bare_repository_elsewhere_stands_alone(make_repo,
     assert location.root is None
 
 
-def _submodule_setup(make_repo, projects: Path) -> tuple[Path, Path]:
-    """`app` with the repository `lib` added as the submodule `vendor/lib` (real git)."""
-    lib = make_repo("lib")
-    (lib / "lib.txt").write_text("l")
-    commit_all(lib)
-    app = make_repo("app")
-    (app / "app.txt").write_text("a")
-    commit_all(app)
-    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
-        "vendor/lib")
-    sub = app / "vendor" / "lib"
-    assert (sub / ".git").is_file()
-    return app, sub
-
-
 def test_an_unbound_submodule_resolves_through_its_superproject(make_repo,
                                                                 projects: Path) -> None:
-    app, sub = _submodule_setup(make_repo, projects)
+    app, sub = add_submodule(make_repo)
     write_marker_file(app, UUID)
     (sub / "src").mkdir()
     location = find_workspace(sub / "src")
@@ -459,7 +445,7 @@ def test_an_unbound_submodule_resolves_through_its_superproject(make_repo,
 
 def test_a_submodule_in_a_linked_worktree_resolves_through_the_main_tree(
         make_repo, projects: Path) -> None:
-    app, _ = _submodule_setup(make_repo, projects)
+    app, _ = add_submodule(make_repo)
     commit_all(app)  # the submodule is part of the history; the marker is not
     write_marker_file(app, UUID)
     linked = projects / "app-feature"
@@ -477,7 +463,7 @@ def test_a_submodule_copied_out_of_its_superproject_stands_alone(make_repo,
                                                                  projects: Path) -> None:
     import shutil
 
-    app, sub = _submodule_setup(make_repo, projects)
+    app, sub = add_submodule(make_repo)
     write_marker_file(app, UUID)
     elsewhere = git_init(projects / "other")
     write_marker_file(elsewhere)
@@ -491,7 +477,7 @@ def test_an_unbound_submodule_of_an_unbound_superproject_hints_at_the_superproje
         make_repo, projects: Path) -> None:
     from dsh_mnemo.workspace.context import hint_root_for
 
-    app, sub = _submodule_setup(make_repo, projects)
+    app, sub = add_submodule(make_repo)
     location = find_workspace(sub)
     assert not location.found
     assert location.git_top == app
@@ -499,7 +485,7 @@ def test_an_unbound_submodule_of_an_unbound_superproject_hints_at_the_superproje
 
 
 def test_a_bound_submodule_keeps_its_own_memory(make_repo, projects: Path) -> None:
-    app, sub = _submodule_setup(make_repo, projects)
+    app, sub = add_submodule(make_repo)
     write_marker_file(app, UUID)
     own = write_marker_file(sub)
     location = find_workspace(sub)
@@ -512,7 +498,7 @@ def test_binding_a_submodule_by_name_gives_it_its_own_memory(make_repo,
                                                              projects: Path) -> None:
     from dsh_mnemo.workspace import binding
 
-    app, sub = _submodule_setup(make_repo, projects)
+    app, sub = add_submodule(make_repo)
     write_marker_file(app, UUID)
     (app / "vendor" / MARKER).write_text("not a marker\n")  # the superproject's problem
     result = binding.bind(sub)
