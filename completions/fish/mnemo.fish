@@ -152,7 +152,7 @@ complete -c mnemo -n '__mnemo_in \'\'' -l 'data-dir' -r -F -d 'Data directory (i
 complete -c mnemo -n '__mnemo_in \'\'' -l 'version' -d 'Show the version and exit.'
 complete -c mnemo -n '__mnemo_in \'\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_in \'bind\'' -l 'decline' -d 'Do not bind; silence the bind hint here for `hint.decline_days` days (30 by default).'
-complete -c mnemo -n '__mnemo_in \'bind\'' -l 'new' -d 'Bind a new, empty memory even where the index says this directory\'s workspace (with memories) lost its marker; without it, bind refuses and names the `mnemo rebind` that restores that memory.'
+complete -c mnemo -n '__mnemo_in \'bind\'' -l 'new' -d 'Bind a new, empty memory even where the index says this directory\'s workspace (with memories) lost its marker (without it, bind refuses and names the `mnemo rebind` that restores that memory), or for a PATH inside a bound workspace (a monorepo\'s package).'
 complete -c mnemo -n '__mnemo_in \'bind\'' -l 'json' -d 'Print machine-readable JSON.'
 complete -c mnemo -n '__mnemo_in \'bind\'' -s 'h' -l 'help' -d 'Show the help and exit.'
 complete -c mnemo -n '__mnemo_arg \'bind\' 0' -F

@@ -49,8 +49,9 @@ def bind(path: BindPathArg = None,
              "`hint.decline_days` days (30 by default).")] = False,
          new: Annotated[bool, typer.Option(
              "--new", help="Bind a new, empty memory even where the index says this "
-             "directory's workspace (with memories) lost its marker; without it, bind "
-             "refuses and names the `mnemo rebind` that restores that memory.")] = False,
+             "directory's workspace (with memories) lost its marker (without it, bind "
+             "refuses and names the `mnemo rebind` that restores that memory), or for a "
+             "PATH inside a bound workspace (a monorepo's package).")] = False,
          json: JsonOpt = False):
     """Bind a repository (or a directory) to a workspace memory, once per repository."""
     return core.bind(path, settings(), decline=decline, new=new)

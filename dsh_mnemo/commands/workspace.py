@@ -84,6 +84,11 @@ def bind(path: Path | None, settings: Settings, *, decline: bool = False,
     if result.status == "bound" and result.gitignore_hint:
         report.note("Commit .mnemosyne-id to share this memory with every checkout of the "
                     "repository; add it to .gitignore to keep the binding to this machine.")
+    if result.status == "already-bound" and path is not None and not new:
+        asked = identity.check_bindable(path)
+        if asked != Path(result.root) and asked.is_relative_to(result.root):
+            report.note(f"{asked} is inside this workspace and shares its memory; "
+                        f"`mnemo bind --new {asked}` gives it a memory of its own.")
     if result.status == "already-bound" and result.identity_key:
         data = index.peek()
         entry = data.active_for(result.identity_key)

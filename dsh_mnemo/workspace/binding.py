@@ -47,9 +47,9 @@ def bind(path: Path | None = None, *, index: Index | None = None, new: bool = Fa
     current directory (its main work tree from a linked worktree, else the
     top of the git work tree; see `context.hint_root_for`, which the bind
     hint and `--decline` use too), else the current directory itself.  An
-    explicit `path` is bound as given, so a sub-project can have its own
-    workspace (a git submodule too, though it shares its superproject's
-    memory while unbound).
+    explicit `path` is bound as given: a git submodule gets its own workspace
+    (it shares its superproject's memory while unbound), and with `new` so
+    does a directory inside a bound workspace (a monorepo's package).
 
     Idempotent: a directory inside a bound workspace reports it ("already
     bound") and adopts its marker into the index.  A broken marker on the
@@ -63,7 +63,13 @@ def bind(path: Path | None = None, *, index: Index | None = None, new: bool = Fa
     root = identity.check_bindable(path if path is not None else Path.cwd())
     location = identity.find_workspace(root)
     inner = location.submodule_top
-    if path is not None and location.found and inner is not None:
+    if (new and path is not None and location.found and location.root is not None
+            and location.root != root and root.is_relative_to(location.root)):
+        # Named with --new: a directory inside a bound workspace (a monorepo's
+        # package) gets a memory of its own; its marker is the nearest from then on.
+        location = identity.Location(start=root, problems=[
+            p for p in location.problems if Path(p.path).parent.is_relative_to(root)])
+    elif path is not None and location.found and inner is not None:
         # Named on purpose: the submodule gets a memory of its own instead of
         # sharing its superproject's (whose markers are none of its business).
         location = identity.Location(start=root, problems=[

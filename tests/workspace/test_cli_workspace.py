@@ -426,3 +426,32 @@ def test_help_lists_the_workspace_commands() -> None:
     assert result.exit_code == 0
     for command in ("bind", "status", "workspaces"):
         assert command in result.stdout
+
+
+def test_a_package_inside_a_bound_repository_gets_its_own_memory_with_new(make_repo) -> None:
+    """A monorepo: `mnemo bind PATH` on a directory inside a bound repository says it
+    shares the repository's memory and how to give it one of its own; `--new` does."""
+    repo = make_repo("mono")
+    package = repo / "packages" / "api"
+    package.mkdir(parents=True)
+    outer = ok_json(invoke("bind", str(repo), "--json"), "bind")
+    asked = invoke("bind", str(package))
+    assert asked.exit_code == 0 and "Already bound" in asked.output
+    assert f"`mnemo bind --new {package}` gives it a memory of its own" in asked.output
+    assert not (package / MARKER).exists()
+    own = ok_json(invoke("bind", "--new", str(package), "--json"), "bind")
+    assert own["status"] == "bound" and own["root"] == str(package)
+    assert own["namespace"] != outer["namespace"] and (package / MARKER).exists()
+    # The package's files are its own workspace now; the repository's stay the repository's.
+    (package / "src").mkdir()
+    status = ok_json(invoke("status", str(package / "src"), "--json"), "status")
+    assert status["namespace"] == own["namespace"]
+    assert ok_json(invoke("status", str(repo), "--json"), "status")["namespace"] \
+        == outer["namespace"]
+    # Bound, it is no longer "inside" anything: no advice, and --new binds nothing twice.
+    again = invoke("bind", "--new", str(package), "--json")
+    assert ok_json(again, "bind")["status"] == "already-bound"
+    assert "--new" not in again.stderr
+    # The repository's own root with --new is not a sub-directory: still already bound.
+    assert ok_json(invoke("bind", "--new", str(repo), "--json"), "bind")["namespace"] \
+        == outer["namespace"]
