@@ -168,18 +168,9 @@ class Location:
         return self.workspace_uuid is not None
 
 
-def _main_worktree(git_file: Path) -> Path | None:
-    """For a linked worktree's `.git` file, the main work tree's directory."""
-    try:
-        text = git_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    if not line.startswith("gitdir:"):
-        return None
-    gitdir = Path(line[len("gitdir:"):].strip())
-    if not gitdir.is_absolute():
-        gitdir = (git_file.parent / gitdir)
+def _main_worktree(git_file: Path, gitdir: Path) -> Path | None:
+    """For a linked worktree's `.git` file (pointing at `gitdir`), the main work
+    tree's directory."""
     commondir_file = gitdir / "commondir"
     if not commondir_file.is_file():
         return None  # a submodule, not a linked worktree
@@ -223,13 +214,13 @@ def _gitdir_of(git_file: Path) -> Path | None:
         return None
 
 
-def _superproject(git_file: Path, top: Path) -> Path | None:
-    """For a submodule's `.git` file, the superproject's work tree around `top`:
-    the nearest enclosing repository whose git directory holds the submodule's
-    (`<super>/.git/modules/<name>`, or `…/.git/worktrees/<tree>/modules/<name>`
-    for a submodule of a linked worktree).  None for anything else."""
-    module = _gitdir_of(git_file)
-    if module is None or "modules" not in module.parts:
+def _superproject(module: Path, top: Path) -> Path | None:
+    """For a submodule whose `.git` file points at `module`, the superproject's work
+    tree around `top`: the nearest enclosing repository whose git directory holds
+    the submodule's (`<super>/.git/modules/<name>`, or
+    `…/.git/worktrees/<tree>/modules/<name>` for a submodule of a linked
+    worktree).  None for anything else."""
+    if "modules" not in module.parts:
         return None
     for above in top.parents:
         entry = above / ".git"
@@ -294,8 +285,10 @@ def find_workspace(start: Path) -> Location:
         git_entry = current / ".git"
         if git_entry.exists():
             if git_entry.is_file():
-                main = _main_worktree(git_entry)
-                if main is None and _superproject(git_entry, current) is not None:
+                gitdir = _gitdir_of(git_entry)  # the file is read once for both checks
+                main = _main_worktree(git_entry, gitdir) if gitdir is not None else None
+                if main is None and gitdir is not None \
+                        and _superproject(gitdir, current) is not None:
                     # An unbound submodule: its superproject's memory, as for any
                     # other directory of that checkout (a bound submodule won above).
                     location.submodule_top = location.submodule_top or current
