@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
-import mcp_types
+from mcp import types as mcp_types
 from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
@@ -376,7 +376,25 @@ def _what_is_wrong(value: Any, exc: ValidationError) -> str:
     return "not a JSON-RPC 2.0 request" + (f" ({'; '.join(problems)})" if problems else "")
 
 
-class _AnsweredLines:
+class _Wrapped:
+    """A transport stream seen through a wrapper: closing it and its context manager
+    are the wrapped stream's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Any:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc_info)
+
+
+class _AnsweredLines(_Wrapped):
     """The stdio transport's read stream, with every line it could not read answered.
 
     The SDK drops such a line without a word: a request in it never gets its
@@ -389,7 +407,7 @@ class _AnsweredLines:
     """
 
     def __init__(self, inner: Any, write: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._write = write
         self.unanswered: set[int | str] = set()  # ids of the requests read, not yet answered
 
@@ -446,16 +464,6 @@ class _AnsweredLines:
 
             raise anyio.EndOfStream from None
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _AnsweredLines:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await self._inner.__aexit__(*exc_info)
-
     async def _answer(self, exc: Exception) -> SessionMessage | None:
         if not isinstance(exc, ValidationError):
             _log.warning("the transport could not read a message: %r", exc)
@@ -497,27 +505,17 @@ class _AnsweredLines:
             _log.debug("no answer sent: the stream is closed")
 
 
-class _Answers:
+class _Answers(_Wrapped):
     """The transport's write stream, telling `_AnsweredLines` which requests are answered."""
 
     def __init__(self, inner: Any, lines: _AnsweredLines) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._lines = lines
 
     async def send(self, item: SessionMessage) -> None:
         if isinstance(item.message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
             self._lines.unanswered.discard(item.message.id)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Answers:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await self._inner.__aexit__(*exc_info)
 
 
 def build_server() -> MCPServer:
