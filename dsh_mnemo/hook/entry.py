@@ -437,7 +437,8 @@ def _run_forked(kind: str, harness: str, raw: bytes, settings: Any, base: Any,
     if text is None:
         # After the deadline every step counts: the line is mnemo's own words and
         # numbers, written without importing the scrubber.
-        log.write(f"deadline of {deadline:g}s exceeded before answering{_late_start()}; "
+        lag = _late_start(deadline_at - deadline)
+        log.write(f"deadline of {deadline:g}s exceeded before answering{lag}; "
                   "the worker goes on in the background (its turns stay in the spool)",
                   harness=harness, event=kind, base=base, plain=True)
         text = neutral_output(harness, kind)
@@ -464,9 +465,10 @@ def step_aside(deadline_at: float) -> None:
         pass
 
 
-def _late_start() -> str:
-    """How long after the harness called it this process started, when that counts."""
-    lag = hook_age(os.environ) - process_age()
+def _late_start(started: float) -> str:
+    """How long after the harness called it (`started`, `time.monotonic()`, from
+    `hook_age`) this process started, when that counts."""
+    lag = (time.monotonic() - started) - process_age()
     return f" (the hook process started {lag:.1f}s after its wrapper)" if lag >= 0.1 else ""
 
 
