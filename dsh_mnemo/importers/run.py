@@ -382,30 +382,12 @@ def into_target(into: str, settings: Settings, *, register: bool) -> tuple[Targe
 
 def _present(target: Target, contents: list[str], base: Path | None) -> set[str]:
     """The subset of `contents` the namespace already holds (working memory)."""
-    from ..memory.banks import connect_readonly
-
-    conn = connect_readonly(target.db_path(base))
-    if conn is None or not contents:
-        return set()
-    found: set[str] = set()
-    try:
-        for start in range(0, len(contents), 400):
-            chunk = contents[start:start + 400]
-            marks = ",".join("?" * len(chunk))
-            try:
-                found.update(row[0] for row in conn.execute(
-                    f"SELECT content FROM working_memory WHERE session_id = ? "
-                    f"AND content IN ({marks})", (target.namespace, *chunk)))
-            except sqlite3.OperationalError as exc:
-                if "no such table" not in str(exc):
-                    raise
-    finally:
-        conn.close()
-    return found
+    return set(_ids_of(target, contents, base))
 
 
 def _ids_of(target: Target, contents: list[str], base: Path | None) -> dict[str, str]:
-    """content -> id of the newest working-memory row of the namespace with that text."""
+    """content -> id of the newest working-memory row of the namespace with that text
+    (of `contents`, those the namespace holds)."""
     from ..memory.banks import connect_readonly
 
     conn = connect_readonly(target.db_path(base))
@@ -416,9 +398,13 @@ def _ids_of(target: Target, contents: list[str], base: Path | None) -> dict[str,
         for start in range(0, len(contents), 400):
             chunk = contents[start:start + 400]
             marks = ",".join("?" * len(chunk))
-            found.update((content, str(memory_id)) for memory_id, content in conn.execute(
-                f"SELECT id, content FROM working_memory WHERE session_id = ? "
-                f"AND content IN ({marks}) ORDER BY rowid", (target.namespace, *chunk)))
+            try:
+                found.update((content, str(memory_id)) for memory_id, content in conn.execute(
+                    f"SELECT id, content FROM working_memory WHERE session_id = ? "
+                    f"AND content IN ({marks}) ORDER BY rowid", (target.namespace, *chunk)))
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
     finally:
         conn.close()
     return found
