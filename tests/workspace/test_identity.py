@@ -430,8 +430,7 @@ def test_a_worktree_of_a_bare_repository_elsewhere_stands_alone(make_repo,
     assert location.root is None
 
 
-def test_an_unbound_submodule_resolves_through_its_superproject(make_repo,
-                                                                projects: Path) -> None:
+def test_an_unbound_submodule_resolves_through_its_superproject(make_repo) -> None:
     app, sub = add_submodule(make_repo)
     write_marker_file(app, UUID)
     (sub / "src").mkdir()
@@ -474,7 +473,7 @@ def test_a_submodule_copied_out_of_its_superproject_stands_alone(make_repo,
 
 
 def test_an_unbound_submodule_of_an_unbound_superproject_hints_at_the_superproject(
-        make_repo, projects: Path) -> None:
+        make_repo) -> None:
     from dsh_mnemo.workspace.context import hint_root_for
 
     app, sub = add_submodule(make_repo)
@@ -484,7 +483,7 @@ def test_an_unbound_submodule_of_an_unbound_superproject_hints_at_the_superproje
     assert hint_root_for(location) == app
 
 
-def test_a_bound_submodule_keeps_its_own_memory(make_repo, projects: Path) -> None:
+def test_a_bound_submodule_keeps_its_own_memory(make_repo) -> None:
     app, sub = add_submodule(make_repo)
     write_marker_file(app, UUID)
     own = write_marker_file(sub)
@@ -494,8 +493,7 @@ def test_a_bound_submodule_keeps_its_own_memory(make_repo, projects: Path) -> No
     assert location.submodule_top is None
 
 
-def test_binding_a_submodule_by_name_gives_it_its_own_memory(make_repo,
-                                                             projects: Path) -> None:
+def test_binding_a_submodule_by_name_gives_it_its_own_memory(make_repo) -> None:
     from dsh_mnemo.workspace import binding
 
     app, sub = add_submodule(make_repo)
