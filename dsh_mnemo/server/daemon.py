@@ -210,13 +210,18 @@ class Server:
         """Whether no hook can reach this server any more: its socket was removed or
         replaced (the data directory deleted or moved away under it). Without this
         it would sit idle for `server.idle_seconds`."""
+        return self._socket_is_ours() is False
+
+    def _socket_is_ours(self) -> bool | None:
+        """Whether the socket file is still the one this server bound (False: gone or
+        another's; None: it cannot be told, an unreadable directory for a moment)."""
         try:
             info = (self.folder / client.SOCKET_NAME).stat()
         except FileNotFoundError:
-            return True
-        except OSError:  # unreadable for a moment: not proof that it is gone
             return False
-        return (info.st_dev, info.st_ino) != self.socket_identity
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino) == self.socket_identity
 
     def _listen(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -249,11 +254,9 @@ class Server:
             listener.close()
         # Remove the socket only if it is still ours: new clients then fall back
         # (and start a successor) instead of queueing on a server that is leaving.
-        path = self.folder / client.SOCKET_NAME
-        with contextlib.suppress(OSError):
-            info = path.stat()
-            if (info.st_dev, info.st_ino) == self.socket_identity:
-                path.unlink()
+        if self._socket_is_ours():
+            with contextlib.suppress(OSError):
+                (self.folder / client.SOCKET_NAME).unlink()
 
     def _write_state(self) -> None:
         from ..fsutil import atomic_write_text
